@@ -1,0 +1,52 @@
+# ogc_throttle: the PostgreSQL extension (PGXS), the core library and its tests.
+# `make` builds, `make install` installs, `make unit` builds the unit tests;
+# scripts/test.sh runs every suite.
+
+EXTENSION   = ogc_throttle
+MODULE_big  = ogc_throttle
+DATA        = extension/ogc_throttle--0.1.sql
+PG_CONFIG  ?= pg_config
+
+CORE_SRCS := $(wildcard src/core/*.cpp)
+CORE_OBJS := $(CORE_SRCS:.cpp=.o)
+EXT_SRCS  := $(wildcard src/ext/*.cpp)
+OBJS       = $(EXT_SRCS:.cpp=.o) $(CORE_OBJS)
+
+REGRESS     = setup spend refusal estimators privileges views
+REGRESS_OPTS = --load-extension=postgis --load-extension=ogc_throttle
+
+WARNINGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+PG_CXXFLAGS = -std=c++17 $(WARNINGS) -Wno-register -Isrc
+SHLIB_LINK += -lstdc++
+EXTRA_CLEAN = $(CORE_OBJS) src/core/*.d src/ext/*.d test/unit/*.o test/unit/run_unit
+
+# JIT inlining of a handful of C++ functions is not worth a second (clang) build.
+override with_llvm = no
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# src/core is shared with the gate and must not see PostgreSQL or Asio. Its
+# objects are built without PostgreSQL's include path (so `#include "postgres.h"`
+# cannot compile) and the sources are checked for either include.
+CORE_CXXFLAGS = -std=c++17 -O2 -g -fPIC $(WARNINGS) -Werror -Isrc
+src/core/%.o: src/core/%.cpp | core-purity
+	$(CXX) $(CORE_CXXFLAGS) -MMD -MP -c -o $@ $<
+
+.PHONY: core-purity
+core-purity:
+	@if grep -nE '^\s*#\s*include\s*[<"](postgres|postgres_ext|fmgr|pg_config|boost/asio|boost/beast)' src/core/*.hpp src/core/*.cpp; then \
+	  echo "src/core must not include PostgreSQL or Asio headers" >&2; exit 1; fi
+
+-include $(CORE_OBJS:.o=.d)
+
+# Unit tests (GoogleTest) for the core.
+UNIT_SRCS := $(wildcard test/unit/*.cpp)
+test/unit/run_unit: $(UNIT_SRCS) $(CORE_OBJS)
+	$(CXX) $(CORE_CXXFLAGS) -o $@ $(UNIT_SRCS) $(CORE_OBJS) -lgtest -lgtest_main -pthread
+
+.PHONY: unit
+unit: test/unit/run_unit
+
+# The gate and other components add their own targets here.
+-include $(wildcard src/*/component.mk)

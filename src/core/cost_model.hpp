@@ -1,0 +1,54 @@
+// The one price list shared by the extension and the gate.
+//
+// A request costs a fixed per-class term plus a per-row term; rows come from
+// the searched area times the local density, capped by whatever LIMIT (or
+// maximum) bounds the answer. Weights are data so that they can be fitted from
+// measured times instead of guessed.
+#pragma once
+#include <cstdint>
+
+namespace ot::core {
+
+enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage };
+inline constexpr int kCostClasses = 6;
+const char* cost_class_name(CostClass c) noexcept;
+
+struct ClassWeights {
+    double fixed;          // per request
+    double per_row;        // per estimated feature / row
+    double per_megapixel;  // per rendered or delivered megapixel
+};
+
+struct CostModel {
+    ClassWeights weights[kCostClasses];
+    double density_per_km2;  // rows per km² where nothing better is known
+    double tile_max_rows;    // rows a tile can hold when its query has no LIMIT
+    double cost_max;         // every estimate is clamped here
+    const ClassWeights& of(CostClass c) const noexcept { return weights[static_cast<int>(c)]; }
+    ClassWeights& of(CostClass c) noexcept { return weights[static_cast<int>(c)]; }
+};
+
+CostModel default_cost_model() noexcept;
+// nullptr when every weight is finite and non-negative and cost_max > 0.
+const char* cost_model_problem(const CostModel& m) noexcept;
+
+struct Estimate {
+    const char* problem;  // nullptr on success; otherwise why the input is unusable
+    double cost;
+    double rows;
+    bool clamped;  // cost hit cost_max
+};
+
+// "No limit" is any negative limit.
+inline constexpr double kNoLimit = -1.0;
+
+Estimate estimate_bbox(const CostModel& m, double area_km2, double limit = kNoLimit) noexcept;
+Estimate estimate_radius(const CostModel& m, double radius_m, double limit = kNoLimit) noexcept;
+Estimate estimate_features(const CostModel& m, double count) noexcept;
+Estimate estimate_tile(const CostModel& m, int zoom, double limit = kNoLimit) noexcept;
+Estimate estimate_map(const CostModel& m, double width, double height, double area_km2) noexcept;
+Estimate estimate_coverage(const CostModel& m, double width, double height) noexcept;
+
+inline constexpr int kMaxZoom = 31;
+
+}  // namespace ot::core

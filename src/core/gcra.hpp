@@ -1,0 +1,40 @@
+// Token-bucket arithmetic in GCRA form: the whole bucket is one number, the
+// theoretical arrival time (TAT). A TAT at or before "now" is a full bucket,
+// which is why a full bucket can be forgotten without losing anything.
+#pragma once
+#include <cstdint>
+
+namespace ot::core {
+
+struct Budget {
+    double capacity;  // burst, in cost units
+    double rate;      // refill, cost units per second (> 0)
+};
+
+enum class SpendOutcome : std::uint8_t {
+    Allowed,
+    Refused,    // short now; retry_after_s says when it would fit
+    NeverFits,  // cost > capacity: no amount of waiting helps
+};
+
+struct SpendResult {
+    SpendOutcome outcome;
+    std::int64_t new_tat_us;  // equals the old TAT unless allowed
+    double remaining;         // tokens left after this decision
+    double retry_after_s;     // 0 unless refused
+    double reset_after_s;     // until the bucket is full again
+};
+
+// Inputs are validated by the caller (finite, cost >= 0, capacity > 0, rate > 0).
+SpendResult gcra_spend(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept;
+
+// Tokens available at now_us, in [0, capacity].
+double gcra_tokens(std::int64_t tat_us, std::int64_t now_us, Budget b) noexcept;
+
+inline bool gcra_is_full(std::int64_t tat_us, std::int64_t now_us) noexcept { return tat_us <= now_us; }
+
+// Why a budget or a cost is not acceptable; nullptr when it is.
+const char* budget_problem(Budget b) noexcept;
+const char* cost_problem(double cost) noexcept;
+
+}  // namespace ot::core

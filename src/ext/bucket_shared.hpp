@@ -1,0 +1,52 @@
+// Layout of the shared bucket table, private to bucket_table.cpp and bucket_persist.cpp.
+#pragma once
+#include "ext/bucket_table.hpp"
+
+extern "C" {
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+}
+
+namespace ot::ext {
+
+inline constexpr int kPartitions = 16;  // power of two
+inline constexpr const char* kTrancheName = "ogc_throttle";
+
+// A bucket is its TAT; capacity and rate are kept only to display tokens.
+struct BucketEntry {
+    IdentityKey key;  // must be first: dynahash compares keys here
+    slock_t mutex;    // guards the fields below; taken under a shared partition lock
+    bool throttled;   // the last attempt was refused
+    float capacity;
+    float rate;
+    int64 tat_us;
+    TimestampTz last_request;
+};
+
+// One per PGPROC slot, each on its own cache line: a backend only writes its own.
+struct alignas(64) BackendCounters {
+    pg_atomic_uint64 spends;
+    pg_atomic_uint64 refusals;
+    pg_atomic_uint64 never_fits;
+    pg_atomic_uint64 cost_micro;
+};
+
+struct SharedHeader {
+    LWLockPadded* locks;
+    pg_atomic_uint64 evicted_full;
+    pg_atomic_uint64 evicted_lossy;
+    pg_atomic_uint64 stats_reset;  // a TimestampTz
+    int nslots;
+    BackendCounters slots[FLEXIBLE_ARRAY_MEMBER];
+};
+
+extern SharedHeader* shared;
+extern HTAB* buckets;
+
+// Persistence: load runs in the postmaster before any backend exists.
+void load_saved_buckets();
+void register_save_at_shutdown();
+
+}  // namespace ot::ext

@@ -1,0 +1,58 @@
+// The shared bucket table: one GCRA bucket per identity, across all backends.
+#pragma once
+#include "ext/pg.hpp"
+
+#include "core/gcra.hpp"
+
+namespace ot::ext {
+
+inline constexpr int kIdentityMax = 63;  // bytes; longer identities are refused, not truncated
+
+// Zero-padded, so it can be hashed and copied as a fixed-size key.
+struct IdentityKey {
+    char bytes[kIdentityMax + 1];
+};
+
+// Errors (22023) for empty or over-long identities.
+IdentityKey make_identity_key(const char* s, size_t len);
+
+void request_shared_memory();
+void attach_shared_memory();
+// ERROR 55000 naming the fix unless the library was preloaded.
+void require_shared_memory();
+size_t bucket_table_shmem_size();
+
+core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b);
+
+struct BucketView {
+    IdentityKey identity;
+    bool found;
+    bool throttled;
+    double tokens;
+    double capacity;
+    double rate;
+    TimestampTz last_request;  // 0 when never seen
+    TimestampTz full_at;       // when the bucket will be full again
+};
+
+BucketView bucket_peek(const IdentityKey& key, core::Budget b);
+bool bucket_reset(const IdentityKey& key);
+int64 bucket_reset_all();
+// palloc'd array of every bucket; *count receives its length.
+BucketView* bucket_snapshot(int64* count);
+
+struct TableStats {
+    int64 spends;
+    int64 refusals;
+    int64 never_fits;
+    double cost_charged;
+    int64 identities;
+    int64 max_identities;
+    int64 evicted_full;
+    int64 evicted_lossy;
+    TimestampTz stats_reset;
+};
+TableStats table_stats();
+void table_stats_reset();
+
+}  // namespace ot::ext

@@ -1,0 +1,39 @@
+// _PG_init: settings always; shared memory only when preloaded.
+#include "ext/bucket_table.hpp"
+#include "ext/settings.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "storage/ipc.h"
+}
+
+extern "C" {
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+namespace {
+shmem_request_hook_type prev_shmem_request = nullptr;
+shmem_startup_hook_type prev_shmem_startup = nullptr;
+
+void on_shmem_request() {
+    if (prev_shmem_request) prev_shmem_request();
+    ot::ext::request_shared_memory();
+}
+
+void on_shmem_startup() {
+    if (prev_shmem_startup) prev_shmem_startup();
+    ot::ext::attach_shared_memory();
+}
+}  // namespace
+
+void _PG_init(void) {
+    ot::ext::define_settings();
+    // Without preloading there is no shared table; every budget function then
+    // raises an error naming the fix (require_shared_memory).
+    if (!process_shared_preload_libraries_in_progress) return;
+    prev_shmem_request = shmem_request_hook;
+    shmem_request_hook = on_shmem_request;
+    prev_shmem_startup = shmem_startup_hook;
+    shmem_startup_hook = on_shmem_startup;
+}

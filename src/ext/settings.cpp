@@ -1,0 +1,88 @@
+#include "ext/settings.hpp"
+
+#include "ext/pg.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+namespace ot::ext {
+
+int setting_max_identities = 100000;
+bool setting_save = true;
+
+namespace {
+
+double capacity = 1000.0;
+double rate = 50.0;
+double cost_max = 500.0;
+double density = 10.0;
+double tile_max_rows = 50000.0;
+
+struct WeightGuc {
+    core::CostClass cls;
+    const char* fixed_name;
+    const char* row_name;
+    double fixed;
+    double per_row;
+};
+
+// Only the classes the database prices; map and coverage belong to the gate.
+WeightGuc weight_gucs[] = {
+    {core::CostClass::Bbox, "ogc_throttle.bbox_fixed_cost", "ogc_throttle.bbox_row_cost", 0, 0},
+    {core::CostClass::Radius, "ogc_throttle.radius_fixed_cost", "ogc_throttle.radius_row_cost", 0, 0},
+    {core::CostClass::Features, "ogc_throttle.features_fixed_cost", "ogc_throttle.features_row_cost", 0, 0},
+    {core::CostClass::Tile, "ogc_throttle.tile_fixed_cost", "ogc_throttle.tile_row_cost", 0, 0},
+};
+
+void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {
+    DefineCustomRealVariable(name, desc, nullptr, var, *var, min, max, ctx, 0, nullptr, nullptr, nullptr);
+}
+
+}  // namespace
+
+void define_settings() {
+    DefineCustomIntVariable("ogc_throttle.max_identities",
+                            "Number of identities the shared bucket table holds.",
+                            "Sized at server start; when full, full buckets are evicted first.",
+                            &setting_max_identities, setting_max_identities, 100, 50000000, PGC_POSTMASTER, 0,
+                            nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("ogc_throttle.save", "Save bucket state across clean server shutdowns.", nullptr,
+                             &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
+    // Budgets and prices are superuser-only: the role being throttled must not set its own.
+    define_real("ogc_throttle.capacity", "Bucket capacity (burst) in cost units.", &capacity, 0.001, 1e9, PGC_SUSET);
+    define_real("ogc_throttle.rate", "Bucket refill rate in cost units per second.", &rate, 0.01, 1e9, PGC_SUSET);
+    define_real("ogc_throttle.cost_max", "Every estimate is clamped to this many cost units.", &cost_max, 0.001, 1e12,
+                PGC_SUSET);
+    define_real("ogc_throttle.density", "Rows per square kilometre assumed where nothing better is known.", &density,
+                0, 1e12, PGC_SUSET);
+    define_real("ogc_throttle.tile_max_rows", "Rows a tile query without LIMIT is assumed to return at most.",
+                &tile_max_rows, 0, 1e12, PGC_SUSET);
+
+    const core::CostModel defaults = core::default_cost_model();
+    for (WeightGuc& w : weight_gucs) {
+        w.fixed = defaults.of(w.cls).fixed;
+        w.per_row = defaults.of(w.cls).per_row;
+        define_real(w.fixed_name, "Fixed cost per request of this class.", &w.fixed, 0, 1e12, PGC_SUSET);
+        define_real(w.row_name, "Cost per estimated row of this class.", &w.per_row, 0, 1e12, PGC_SUSET);
+    }
+
+    MarkGUCPrefixReserved("ogc_throttle");
+}
+
+core::Budget current_budget() { return {capacity, rate}; }
+
+core::CostModel current_cost_model() {
+    core::CostModel m = core::default_cost_model();
+    for (const WeightGuc& w : weight_gucs) {
+        m.of(w.cls).fixed = w.fixed;
+        m.of(w.cls).per_row = w.per_row;
+    }
+    m.density_per_km2 = density;
+    m.tile_max_rows = tile_max_rows;
+    m.cost_max = cost_max;
+    return m;
+}
+
+}  // namespace ot::ext

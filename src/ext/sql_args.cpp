@@ -1,0 +1,46 @@
+#include "ext/sql_args.hpp"
+
+#include <cstring>
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/builtins.h"
+}
+
+namespace ot::ext {
+namespace {
+void require_not_null(FunctionCallInfo fcinfo, int n, const char* name) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ogc_throttle: %s must not be NULL", name),
+                        errdetail("A NULL would leave the request unpriced."),
+                        errhint("Pass a value, or COALESCE the expression that produced the NULL.")));
+}
+}  // namespace
+
+double arg_float8(FunctionCallInfo fcinfo, int n, const char* name) {
+    require_not_null(fcinfo, n, name);
+    return PG_GETARG_FLOAT8(n);
+}
+
+int32 arg_int32(FunctionCallInfo fcinfo, int n, const char* name) {
+    require_not_null(fcinfo, n, name);
+    return PG_GETARG_INT32(n);
+}
+
+int64 arg_int64(FunctionCallInfo fcinfo, int n, const char* name) {
+    require_not_null(fcinfo, n, name);
+    return PG_GETARG_INT64(n);
+}
+
+IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
+    require_not_null(fcinfo, n, "identity");
+    text* t = PG_GETARG_TEXT_PP(n);
+    return make_identity_key(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+IdentityKey own_identity() {
+    const char* name = GetUserNameFromId(GetOuterUserId(), false);
+    return make_identity_key(name, std::strlen(name));
+}
+
+}  // namespace ot::ext

@@ -1,0 +1,50 @@
+// Set-returning functions behind the throttle_buckets and throttle_stats views.
+#include "ext/boundary.hpp"
+#include "ext/bucket_table.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/tuplestore.h"
+}
+
+namespace ot::ext {
+HeapTuple bucket_row(TupleDesc desc, const BucketView& v);
+}
+
+using namespace ot::ext;
+
+OT_SQL_FUNCTION(throttle_buckets) {
+    require_shared_memory();
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    int64 n = 0;
+    BucketView* all = bucket_snapshot(&n);
+    for (int64 i = 0; i < n; i++) {
+        HeapTuple t = bucket_row(rsinfo->setDesc, all[i]);
+        tuplestore_puttuple(rsinfo->setResult, t);
+        heap_freetuple(t);
+    }
+    pfree(all);
+    return (Datum)0;
+}
+
+OT_SQL_FUNCTION(throttle_stats) {
+    require_shared_memory();
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("ogc_throttle: function must return a row")));
+    desc = BlessTupleDesc(desc);
+    const TableStats s = table_stats();
+    Datum values[9] = {Int64GetDatum(s.spends),        Int64GetDatum(s.refusals),     Int64GetDatum(s.never_fits),
+                       Float8GetDatum(s.cost_charged), Int64GetDatum(s.identities),   Int64GetDatum(s.max_identities),
+                       Int64GetDatum(s.evicted_full),  Int64GetDatum(s.evicted_lossy), TimestampTzGetDatum(s.stats_reset)};
+    bool nulls[9] = {};
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+OT_SQL_FUNCTION(throttle_stats_reset) {
+    require_shared_memory();
+    table_stats_reset();
+    PG_RETURN_VOID();
+}
