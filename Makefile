@@ -13,7 +13,6 @@ EXT_SRCS  := $(wildcard src/ext/*.cpp)
 OBJS       = $(EXT_SRCS:.cpp=.o) $(CORE_OBJS)
 
 REGRESS     = setup spend refusal estimators privileges views
-REGRESS_OPTS = --load-extension=postgis --load-extension=ogc_throttle
 
 WARNINGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 PG_CXXFLAGS = -std=c++17 $(WARNINGS) -Wno-register -Isrc
@@ -50,3 +49,7 @@ unit: test/unit/run_unit
 
 # The gate and other components add their own targets here.
 -include $(wildcard src/*/component.mk)
+
+.PHONY: print-regress
+print-regress:
+	@echo $(REGRESS)
