@@ -104,31 +104,41 @@ CREATE FUNCTION throttle_cost_tile(zoom integer, max_rows bigint) RETURNS float8
     AS 'MODULE_PATHNAME', 'throttle_cost_tile' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION throttle_cost_tile(integer, bigint) IS 'Cost of a tile whose query has LIMIT max_rows.';
 
--- Geometry and box2d faces call PostGIS, schema-qualified wherever PostGIS lives.
+-- Geometry and box2d faces call PostGIS, schema-qualified wherever PostGIS
+-- lives. PL/pgSQL so that a NULL geometry is reported as such.
 DO $do$
 DECLARE
     pg text := (SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                 WHERE e.extname = 'postgis');
+    null_check text := $n$
+        IF %1$s IS NULL THEN
+            RAISE EXCEPTION 'ogc_throttle: %1$s must not be NULL' USING ERRCODE = '22004',
+                DETAIL = 'A NULL argument is never read as zero or as a free pass.';
+        END IF;$n$;
 BEGIN
     EXECUTE format($f$
         CREATE FUNCTION @extschema@.throttle_cost_bbox(box %1$s.box2d, srid integer) RETURNS float8
-        LANGUAGE sql STABLE PARALLEL SAFE
-        AS 'SELECT @extschema@.throttle_cost_bbox(%1$s.st_xmin(box), %1$s.st_ymin(box), %1$s.st_xmax(box), %1$s.st_ymax(box), srid)'
-    $f$, pg);
+        LANGUAGE plpgsql STABLE PARALLEL SAFE AS $b$
+        BEGIN %2$s
+            RETURN @extschema@.throttle_cost_bbox(%1$s.st_xmin(box), %1$s.st_ymin(box), %1$s.st_xmax(box),
+                                                  %1$s.st_ymax(box), srid);
+        END $b$ $f$, pg, format(null_check, 'box'));
     EXECUTE format($f$
         CREATE FUNCTION @extschema@.throttle_cost_bbox(geom %1$s.geometry) RETURNS float8
-        LANGUAGE sql STABLE PARALLEL SAFE
-        AS $b$ SELECT CASE WHEN geom IS NOT NULL AND %1$s.st_isempty(geom)
-                          THEN @extschema@.throttle_cost_bbox(0, 0, 0, 0, %1$s.st_srid(geom))
-                          ELSE @extschema@.throttle_cost_bbox(%1$s.st_xmin(geom), %1$s.st_ymin(geom),
-                                                              %1$s.st_xmax(geom), %1$s.st_ymax(geom), %1$s.st_srid(geom))
-                     END $b$
-    $f$, pg);
+        LANGUAGE plpgsql STABLE PARALLEL SAFE AS $b$
+        BEGIN %2$s
+            IF %1$s.st_isempty(geom) THEN  -- searches nothing: the fixed cost only
+                RETURN @extschema@.throttle_cost_bbox(0, 0, 0, 0, %1$s.st_srid(geom));
+            END IF;
+            RETURN @extschema@.throttle_cost_bbox(%1$s.st_xmin(geom), %1$s.st_ymin(geom), %1$s.st_xmax(geom),
+                                                  %1$s.st_ymax(geom), %1$s.st_srid(geom));
+        END $b$ $f$, pg, format(null_check, 'geom'));
     EXECUTE format($f$
         CREATE FUNCTION @extschema@.throttle_cost_radius(geom %1$s.geometry, radius float8) RETURNS float8
-        LANGUAGE sql STABLE PARALLEL SAFE
-        AS 'SELECT @extschema@.throttle_cost_radius(radius, %1$s.st_srid(geom))'
-    $f$, pg);
+        LANGUAGE plpgsql STABLE PARALLEL SAFE AS $b$
+        BEGIN %2$s
+            RETURN @extschema@.throttle_cost_radius(radius, %1$s.st_srid(geom));
+        END $b$ $f$, pg, format(null_check, 'geom'));
 END
 $do$;
 COMMENT ON FUNCTION throttle_cost_bbox(box2d, integer) IS 'Cost of a query over this box, in the units of srid.';
@@ -151,5 +161,7 @@ REVOKE ALL ON FUNCTION throttle_buckets_all() FROM PUBLIC;
 REVOKE ALL ON FUNCTION throttle_stats_row() FROM PUBLIC;
 REVOKE ALL ON throttle_buckets, throttle_stats FROM PUBLIC;
 
+-- Functions in a view run with the caller's EXECUTE privilege, hence both grants.
 GRANT SELECT ON throttle_buckets, throttle_stats TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_buckets_all(), throttle_stats_row() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION throttle_peek(text) TO pg_monitor;

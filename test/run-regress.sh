@@ -8,6 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(pg_tmpdir)
 trap 'rm -rf "$work"' EXIT
 cp -r "$root/sql" "$root/expected" "$work/"
+mkdir -p "$work/results"
 cp "$root/test/regress.conf" "$work/"
 chown -R postgres: "$work" 2>/dev/null || true
 tests=$(make -s -C "$root" print-regress)
@@ -18,5 +19,8 @@ as_pg "$regress" --temp-instance="$work/instance" --temp-config="$work/regress.c
   --inputdir="$work" --outputdir="$work" --bindir="$PGBIN" $tests
 rc=$?
 set -e
+# Keep what the suites printed (git-ignored results/) to review or adopt as expected output.
+rm -rf "$root/results"; cp -r "$work/results" "$root/results" 2>/dev/null || true
+rm -f "$root/regression.diffs"
 if [ $rc != 0 ] && [ -f "$work/regression.diffs" ]; then cp "$work/regression.diffs" "$root/regression.diffs"; cat "$work/regression.diffs"; fi
 exit $rc

@@ -1,6 +1,8 @@
 #include "ext/bucket_table.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ext/bucket_shared.hpp"
@@ -138,13 +140,21 @@ BucketEntry* find_or_create(const IdentityKey& key, uint32 hash, LWLock** lock, 
     }
 }
 
+// Budgets are stored as float to keep an entry small; shown with the float's
+// own precision so that 0.01 reads 0.01, not 0.009999999776.
+double shown(float f) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", static_cast<double>(f));
+    return strtod(buf, nullptr);
+}
+
 BucketView view_of(const BucketEntry* e, TimestampTz now) {
     BucketView v;
     v.identity = e->key;
     v.found = true;
     v.throttled = e->throttled;
-    v.capacity = e->capacity;
-    v.rate = e->rate;
+    v.capacity = shown(e->capacity);
+    v.rate = shown(e->rate);
     v.tokens = e->rate > 0 ? core::gcra_tokens(e->tat_us, now, {e->capacity, e->rate}) : e->capacity;
     v.last_request = e->last_request;
     v.full_at = std::max<int64>(e->tat_us, now);

@@ -12,7 +12,7 @@ namespace {
 void require_not_null(FunctionCallInfo fcinfo, int n, const char* name) {
     if (PG_ARGISNULL(n))
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("ogc_throttle: %s must not be NULL", name),
-                        errdetail("A NULL would leave the request unpriced."),
+                        errdetail("A NULL argument is never read as zero or as a free pass."),
                         errhint("Pass a value, or COALESCE the expression that produced the NULL.")));
 }
 }  // namespace

@@ -49,7 +49,7 @@ void raise_refusal(const IdentityKey& id, double cost, core::Budget b, const cor
                  errhint("Make the request smaller (a smaller area, fewer features, a higher zoom), or ask an "
                          "administrator for a larger ogc_throttle.capacity.")));
     ereport(ERROR, (errcode(kBudgetExhausted), errmsg("ogc_throttle: budget exhausted for identity \"%s\"", id.bytes),
-                    errdetail("Identity \"%s\" asked for %g cost units with %g of %g left; the bucket refills %g "
+                    errdetail("Identity \"%s\" asked for %g cost units with %.2f of %g left; the bucket refills %g "
                               "per second.",
                               id.bytes, cost, r.remaining, b.capacity, b.rate),
                     errhint("Retry after %d second(s).", retry_seconds(r.retry_after_s))));
