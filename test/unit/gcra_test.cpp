@@ -1,0 +1,233 @@
+// GCRA bucket math: what a client can count on, checked at exact microsecond
+// boundaries because the bucket is stored as a microsecond TAT.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "core/gcra.hpp"
+
+using namespace ot::core;
+
+namespace ot::core {
+// Readable parameter names in failure reports.
+void PrintTo(const Budget& b, std::ostream* os) { *os << "{capacity " << b.capacity << ", rate " << b.rate << "}"; }
+}  // namespace ot::core
+
+namespace {
+
+constexpr std::int64_t kT0 = 1'000'000'000'000;  // an arbitrary "now", far from zero
+
+// Spends `cost` until refused at a single instant; returns how many fit.
+int drain(std::int64_t& tat, std::int64_t now, double cost, Budget b, int limit = 1'000'000) {
+    int n = 0;
+    for (; n < limit; n++) {
+        SpendResult r = gcra_spend(tat, now, cost, b);
+        if (r.outcome != SpendOutcome::Allowed) break;
+        tat = r.new_tat_us;
+    }
+    return n;
+}
+
+std::int64_t us(double seconds) { return static_cast<std::int64_t>(std::llround(seconds * 1e6)); }
+
+}  // namespace
+
+TEST(Gcra, FreshBucketIsFull) {
+    Budget b{10, 2};
+    EXPECT_DOUBLE_EQ(gcra_tokens(0, kT0, b), 10.0);
+    EXPECT_TRUE(gcra_is_full(0, kT0));
+    EXPECT_TRUE(gcra_is_full(kT0, kT0));
+    EXPECT_FALSE(gcra_is_full(kT0 + 1, kT0));
+}
+
+// A burst of exactly `capacity` unit spends must fit, and not one more, for
+// rates whose 1/rate is not a whole number of microseconds as well.
+class BurstTest : public ::testing::TestWithParam<Budget> {};
+
+TEST_P(BurstTest, AdmitsExactlyCapacityAtOnce) {
+    const Budget b = GetParam();
+    std::int64_t tat = 0;
+    EXPECT_EQ(drain(tat, kT0, 1.0, b), static_cast<int>(b.capacity))
+        << "capacity " << b.capacity << " rate " << b.rate;
+}
+
+INSTANTIATE_TEST_SUITE_P(Budgets, BurstTest,
+                         ::testing::Values(Budget{10, 1}, Budget{50, 20}, Budget{100, 0.5}, Budget{10, 3},
+                                           Budget{50, 7}, Budget{1000, 50}, Budget{7, 0.3}, Budget{1, 1e6}));
+
+TEST(Gcra, FractionalCostsAddUpToCapacity) {
+    Budget b{50, 20};
+    std::int64_t tat = 0;
+    EXPECT_EQ(drain(tat, kT0, 0.1, b), 500);
+}
+
+TEST(Gcra, RefillsAtRate) {
+    Budget b{10, 4};  // one token every 250 ms
+    std::int64_t tat = 0;
+    ASSERT_EQ(drain(tat, kT0, 1.0, b), 10);
+    EXPECT_NEAR(gcra_tokens(tat, kT0, b), 0.0, 1e-9);
+    // 250 ms later exactly one more fits.
+    EXPECT_EQ(gcra_spend(tat, kT0 + 249'999, 1.0, b).outcome, SpendOutcome::Refused);
+    std::int64_t t2 = tat;
+    EXPECT_EQ(drain(t2, kT0 + 250'000, 1.0, b), 1);
+    // 1.5 s later: six tokens back.
+    EXPECT_NEAR(gcra_tokens(tat, kT0 + 1'500'000, b), 6.0, 1e-9);
+    t2 = tat;
+    EXPECT_EQ(drain(t2, kT0 + 1'500'000, 1.0, b), 6);
+    // After the full refill time the bucket is full again and no fuller.
+    EXPECT_TRUE(gcra_is_full(tat, kT0 + 2'500'000));
+    EXPECT_DOUBLE_EQ(gcra_tokens(tat, kT0 + 100'000'000, b), 10.0);
+}
+
+TEST(Gcra, RefusedSpendChangesNothing) {
+    Budget b{5, 1};
+    std::int64_t tat = 0;
+    ASSERT_EQ(drain(tat, kT0, 1.0, b), 5);
+    const double before = gcra_tokens(tat, kT0 + 300'000, b);
+    SpendResult r = gcra_spend(tat, kT0 + 300'000, 1.0, b);
+    EXPECT_EQ(r.outcome, SpendOutcome::Refused);
+    EXPECT_EQ(r.new_tat_us, tat);
+    EXPECT_NEAR(r.remaining, before, 1e-9);
+    EXPECT_DOUBLE_EQ(gcra_tokens(r.new_tat_us, kT0 + 300'000, b), before);
+}
+
+TEST(Gcra, CostAboveCapacityNeverFits) {
+    Budget b{10, 1};
+    for (std::int64_t tat : {std::int64_t{0}, kT0 + 3'000'000}) {
+        SpendResult r = gcra_spend(tat, kT0, 10.000001, b);
+        EXPECT_EQ(r.outcome, SpendOutcome::NeverFits);
+        EXPECT_EQ(r.new_tat_us, tat);
+        EXPECT_EQ(r.retry_after_s, 0.0);
+    }
+    // A full bucket takes a cost of exactly capacity.
+    EXPECT_EQ(gcra_spend(0, kT0, 10.0, b).outcome, SpendOutcome::Allowed);
+}
+
+TEST(Gcra, ZeroCostAlwaysFitsAndCostsNothing) {
+    Budget b{3, 1};
+    std::int64_t tat = 0;
+    ASSERT_EQ(drain(tat, kT0, 1.0, b), 3);
+    SpendResult r = gcra_spend(tat, kT0, 0.0, b);
+    EXPECT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_EQ(r.new_tat_us, tat);
+}
+
+// Waiting exactly retry_after is enough, and a microsecond less is not.
+TEST(Gcra, RetryAfterIsExact) {
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> cap(1, 100), rate(0.1, 50), frac(0.05, 1.0);
+    for (int i = 0; i < 500; i++) {
+        Budget b{cap(rng), rate(rng)};
+        std::int64_t tat = 0;
+        const double cost = b.capacity * frac(rng);
+        drain(tat, kT0, cost, b);
+        SpendResult r = gcra_spend(tat, kT0, cost, b);
+        ASSERT_EQ(r.outcome, SpendOutcome::Refused);
+        ASSERT_GT(r.retry_after_s, 0.0);
+        const std::int64_t wait = us(r.retry_after_s);
+        EXPECT_EQ(gcra_spend(tat, kT0 + wait, cost, b).outcome, SpendOutcome::Allowed)
+            << "cap " << b.capacity << " rate " << b.rate << " cost " << cost << " wait " << wait;
+        EXPECT_EQ(gcra_spend(tat, kT0 + wait - 1, cost, b).outcome, SpendOutcome::Refused)
+            << "cap " << b.capacity << " rate " << b.rate << " cost " << cost << " wait " << wait;
+    }
+}
+
+TEST(Gcra, ResetAfterIsTimeUntilFull) {
+    Budget b{10, 2};
+    std::int64_t tat = 0;
+    SpendResult r = gcra_spend(tat, kT0, 4.0, b);
+    ASSERT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_NEAR(r.reset_after_s, 2.0, 1e-6);
+    EXPECT_TRUE(gcra_is_full(r.new_tat_us, kT0 + us(r.reset_after_s)));
+    EXPECT_FALSE(gcra_is_full(r.new_tat_us, kT0 + us(r.reset_after_s) - 1));
+}
+
+TEST(Gcra, TokensClampToZeroAndCapacity) {
+    Budget b{10, 1};
+    EXPECT_DOUBLE_EQ(gcra_tokens(kT0 - 1'000'000'000, kT0, b), 10.0);
+    EXPECT_DOUBLE_EQ(gcra_tokens(kT0 + 1'000'000'000, kT0, b), 0.0);
+    std::mt19937_64 rng(3);
+    std::uniform_int_distribution<std::int64_t> off(-50'000'000, 50'000'000);
+    for (int i = 0; i < 10000; i++) {
+        double t = gcra_tokens(kT0 + off(rng), kT0, b);
+        ASSERT_GE(t, 0.0);
+        ASSERT_LE(t, 10.0);
+    }
+    SpendResult r = gcra_spend(kT0 + 1'000'000'000, kT0, 1.0, b);
+    EXPECT_EQ(r.outcome, SpendOutcome::Refused);
+    EXPECT_GE(r.remaining, 0.0);
+}
+
+// Property: over any window of a random spend sequence, what is admitted never
+// exceeds capacity + rate × (window length); the bucket starts full.
+TEST(Gcra, NeverAdmitsMoreThanCapacityPlusRateTimesElapsed) {
+    std::mt19937_64 rng(20261130);
+    std::uniform_real_distribution<double> cap(0.5, 200), rate(0.05, 100), u(0, 1);
+    for (int seq = 0; seq < 200; seq++) {
+        const Budget b{cap(rng), rate(rng)};
+        std::int64_t now = kT0, tat = 0;
+        std::vector<std::pair<std::int64_t, double>> admitted;  // (time, cost)
+        for (int i = 0; i < 400; i++) {
+            // Mostly bursts, sometimes pauses long enough to refill a lot.
+            now += u(rng) < 0.8 ? static_cast<std::int64_t>(u(rng) * 1e6 / b.rate)
+                                : static_cast<std::int64_t>(u(rng) * 2e6 * b.capacity / b.rate);
+            const double cost = u(rng) < 0.1 ? b.capacity * u(rng) : b.capacity * u(rng) * 0.05;
+            SpendResult r = gcra_spend(tat, now, cost, b);
+            ASSERT_GE(r.remaining, 0.0);
+            ASSERT_LE(r.remaining, b.capacity);
+            if (r.outcome == SpendOutcome::Allowed) {
+                ASSERT_GE(r.new_tat_us, tat);
+                tat = r.new_tat_us;
+                admitted.emplace_back(now, cost);
+            } else {
+                ASSERT_EQ(r.new_tat_us, tat);
+            }
+        }
+        for (size_t a = 0; a < admitted.size(); a++) {
+            double sum = 0;
+            for (size_t z = a; z < admitted.size(); z++) {
+                sum += admitted[z].second;
+                const double elapsed = (admitted[z].first - admitted[a].first) / 1e6;
+                ASSERT_LE(sum, b.capacity + b.rate * elapsed + 1e-9 * b.capacity)
+                    << "seq " << seq << " window " << a << ".." << z;
+            }
+        }
+    }
+}
+
+// Under demand that always exceeds supply, what is refused is only what the
+// budget could not cover: admitted ≈ capacity + rate × elapsed.
+TEST(Gcra, AdmitsWhatTheBudgetAllowsUnderSaturation) {
+    const Budget b{50, 20};
+    std::int64_t tat = 0;
+    double admitted = 0;
+    const std::int64_t step = 1'000;  // an attempt every millisecond for 10 s
+    for (std::int64_t now = kT0; now <= kT0 + 10'000'000; now += step) {
+        SpendResult r = gcra_spend(tat, now, 1.0, b);
+        if (r.outcome == SpendOutcome::Allowed) {
+            tat = r.new_tat_us;
+            admitted += 1.0;
+        }
+    }
+    EXPECT_LE(admitted, 50 + 20 * 10.0);
+    EXPECT_GE(admitted, 50 + 20 * 10.0 - 1);
+}
+
+TEST(Gcra, RejectsBadBudgetsAndCosts) {
+    EXPECT_EQ(budget_problem({10, 1}), nullptr);
+    EXPECT_NE(budget_problem({0, 1}), nullptr);
+    EXPECT_NE(budget_problem({-1, 1}), nullptr);
+    EXPECT_NE(budget_problem({10, 0}), nullptr);
+    EXPECT_NE(budget_problem({NAN, 1}), nullptr);
+    EXPECT_NE(budget_problem({10, INFINITY}), nullptr);
+    EXPECT_NE(budget_problem({1e12, 1e-3}), nullptr);  // refill time beyond 1e11 s
+    EXPECT_EQ(cost_problem(0.0), nullptr);
+    EXPECT_EQ(cost_problem(3.5), nullptr);
+    EXPECT_NE(cost_problem(-0.001), nullptr);
+    EXPECT_NE(cost_problem(NAN), nullptr);
+    EXPECT_NE(cost_problem(INFINITY), nullptr);
+}
