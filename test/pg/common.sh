@@ -1,0 +1,45 @@
+# Shared by the test/pg/*.t.sh scripts (sourced, bash): one throwaway cluster
+# per script, always stopped and removed on exit, whatever happened.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "$root/test/lib/pg.sh"
+. "$root/test/lib/tap.sh"
+
+DIR=""
+PORT=""
+BG_PIDS=()
+
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  if [ -n "$DIR" ]; then
+    pg_stop "$DIR" immediate
+    rm -rf "$DIR"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# cluster_up PORT [conf lines...]: init and start a cluster in a fresh temp dir.
+cluster_up() {
+  PORT=$1; shift
+  DIR=$(pg_tmpdir)
+  pg_cluster_init "$DIR" "$@" || { not_ok "initdb"; tap_exit; }
+  if ! pg_start "$DIR" "$PORT"; then
+    not_ok "server starts"; tail -n 20 "$DIR/server.log"; tap_exit
+  fi
+}
+
+# q SQL: one value (or rows, |-separated) from the cluster as superuser.
+q() { pg_psql "$DIR" "$PORT" -d postgres -At -c "$1"; }
+
+# A file the postgres user can read, whatever the clone's permissions.
+pg_readable_copy() {
+  local dst="$DIR/$(basename "$1")"
+  cp "$1" "$dst" && chmod 644 "$dst" && echo "$dst"
+}
+
+# awk-based comparisons of decimal numbers: fcmp A OP B
+fcmp() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+  r = (op == "<=") ? a <= b : (op == ">=") ? a >= b : (op == "<") ? a < b : (op == ">") ? a > b : 0; exit !r }'; }
+
+server_log() { cat "$DIR/server.log"; }
