@@ -6,6 +6,7 @@ GRANT EXECUTE ON FUNCTION throttle_spend(text, float8), throttle_try_spend(text,
 -- A per-role budget set by an administrator: it applies from the role's next session.
 ALTER ROLE regress_ot_user SET ogc_throttle.capacity = 5;
 ALTER ROLE regress_ot_user SET ogc_throttle.rate = 0.01;
+ALTER ROLE regress_ot_user SET ogc_throttle.cost_max = 5;
 SELECT throttle_reset_all() >= 0 AS reset;
 
 \c - regress_ot_user

@@ -1,5 +1,6 @@
 -- Burst, refusal, refill, try_spend, peek and reset.
 -- A slow refill (0.01/s) keeps printed balances stable while the test runs.
+-- cost_max (500) above this capacity draws a warning, once per session.
 SET ogc_throttle.capacity = 10;
 SET ogc_throttle.rate = 0.01;
 SELECT throttle_reset_all() >= 0 AS reset;

@@ -1,6 +1,7 @@
 -- The buckets and stats views.
 SET ogc_throttle.capacity = 10;
 SET ogc_throttle.rate = 0.01;
+SET ogc_throttle.cost_max = 10;
 SELECT throttle_reset_all() >= 0 AS reset;
 SELECT throttle_stats_reset();
 

@@ -28,11 +28,25 @@ double checked_cost(FunctionCallInfo fcinfo, int n) {
     return cost;
 }
 
+// Estimates are clamped at cost_max so that any request fits a full bucket; a
+// capacity below it breaks that promise. Said once per backend and setting.
+void warn_if_cost_max_exceeds(double capacity) {
+    static double warned_capacity = -1, warned_cost_max = -1;
+    const double cost_max = current_cost_model().cost_max;
+    if (cost_max <= capacity || (capacity == warned_capacity && cost_max == warned_cost_max)) return;
+    warned_capacity = capacity;
+    warned_cost_max = cost_max;
+    ereport(WARNING, (errmsg("ogc_throttle.cost_max (%g) exceeds ogc_throttle.capacity (%g)", cost_max, capacity),
+                      errdetail("The largest estimates can never be admitted for this role."),
+                      errhint("Set ogc_throttle.cost_max at or below the smallest capacity of any role or tier.")));
+}
+
 core::Budget checked_budget() {
     const core::Budget b = current_budget();
     if (const char* p = core::budget_problem(b))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", p),
                         errhint("Check ogc_throttle.capacity and ogc_throttle.rate.")));
+    warn_if_cost_max_exceeds(b.capacity);
     return b;
 }
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One command to see ogc_throttle work: installs what is missing, builds,
+# starts a throwaway PostgreSQL + PostGIS cluster in .run/ (git-ignored) with
+# the library preloaded, loads a demo table, shows a throttled query being
+# refused, then (if built) starts MapServer with the gate in front.
+#   scripts/demo.sh         start (or restart) everything
+#   scripts/demo.sh stop    stop everything
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. test/lib/pg.sh
+run="$root/.run"
+port=${OT_DEMO_PG_PORT:-15432}
+
+stop_all() {
+  [ -x scripts/gate-demo.sh ] && [ -d "$run/gate" ] && scripts/gate-demo.sh "$run/gate" stop || true
+  [ -d "$run/pg/data" ] && pg_stop "$run/pg" && echo "PostgreSQL stopped."
+  return 0
+}
+if [ "${1:-}" = stop ]; then stop_all; exit 0; fi
+
+scripts/deps.sh
+echo "== Building and installing the extension"
+make -s -j2 all >/dev/null && make -s install >/dev/null
+
+stop_all
+rm -rf "$run/pg"
+mkdir -p "$run"
+# The cluster lives in .run/pg. If the postgres user cannot reach this checkout
+# (a root-only home, say), the data goes to /var/tmp and .run/pg links to it.
+if as_pg test -x "$run" 2>/dev/null && as_pg test -w "$run" 2>/dev/null || { [ "$(id -u)" = 0 ] && chown postgres: "$run" && as_pg test -w "$run"; }; then
+  pgdir="$run/pg"
+else
+  pgdir="/var/tmp/ogc_throttle-demo-$(echo "$root" | md5sum | cut -c1-8)"
+  rm -rf "$pgdir"; ln -sfn "$pgdir" "$run/pg"
+fi
+mkdir -p "$pgdir"
+echo "== Starting PostgreSQL on 127.0.0.1:$port (data in $run/pg)"
+pg_cluster_init "$pgdir" "shared_preload_libraries = 'ogc_throttle'" "listen_addresses = '127.0.0.1'" \
+  "ogc_throttle.capacity = 200" "ogc_throttle.rate = 10"
+pg_start "$pgdir" "$port"
+
+psql_demo() { pg_psql "$pgdir" "$port" -d demo "$@"; }
+pg_psql "$pgdir" "$port" -c "CREATE DATABASE demo"
+psql_demo <<'SQL'
+CREATE EXTENSION postgis;
+CREATE EXTENSION ogc_throttle;
+-- 50 000 points over central Europe, denser towards the middle.
+CREATE TABLE demo_points AS
+  SELECT i AS id, 'point ' || i AS name,
+         ST_SetSRID(ST_MakePoint(10 + 5 * (random() - random()), 50 + 3 * (random() - random())), 4326) AS geom
+    FROM generate_series(1, 50000) i;
+CREATE INDEX ON demo_points USING gist (geom);
+ANALYZE demo_points;
+-- A throttled map-server role with a small budget of its own.
+CREATE ROLE demo_user LOGIN;
+GRANT SELECT ON demo_points TO demo_user;
+ALTER ROLE demo_user SET ogc_throttle.capacity = 20;
+ALTER ROLE demo_user SET ogc_throttle.rate = 0.5;
+-- Estimates are clamped at cost_max, which must not exceed any capacity.
+ALTER ROLE demo_user SET ogc_throttle.cost_max = 20;
+SQL
+
+echo
+echo "== demo_user (capacity 20, refill 0.5/s, cost_max 20) asks three times for points within 5 km:"
+echo "   each query is priced by throttle_cost_radius(5000) and charged before it runs"
+pg_psql "$pgdir" "$port" -d demo -U demo_user -v ON_ERROR_STOP=0 <<'SQL' 2>&1 | sed 's/^/   /'
+\set q 'SELECT round(throttle_spend(throttle_cost_radius(5000))::numeric, 1) AS tokens_left, (SELECT count(*) FROM demo_points WHERE ST_DWithin(geom::geography, ''SRID=4326;POINT(10 50)''::geography, 5000)) AS points'
+:q ;
+:q ;
+:q ;
+-- A 50 km search is priced at the clamp: it fits a full bucket, so it may wait.
+SELECT round(throttle_cost_radius(50000)::numeric) AS cost_of_50km;
+SELECT throttle_spend(throttle_cost_radius(50000));
+SQL
+
+if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
+  echo
+  echo "== Starting MapServer with ogc-gate in front"
+  scripts/gate-demo.sh "$run/gate" start "$pgdir" "$port"
+fi
+
+cat <<EOF2
+
+PostgreSQL is running (data in $run/pg, log in $run/pg/server.log):
+  psql -h 127.0.0.1 -p $port -U postgres demo        # as the administrator
+  psql -h 127.0.0.1 -p $port -U demo_user demo       # as the throttled role
+  SELECT * FROM throttle_buckets;  SELECT * FROM throttle_stats;
+Stop everything:  scripts/demo.sh stop
+EOF2
