@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Shared memory per identity at the default ogc_throttle.max_identities.
+# The hash's segments and entries are anonymous allocations, so the figure is
+# the difference in all allocated shared memory between the same cluster
+# started with and without the library preloaded.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+LIMIT=128
+cluster_up 55423
+total() { q "SELECT sum(allocated_size) FROM pg_shmem_allocations WHERE name IS NOT NULL"; }
+without=$(total)
+pg_stop "$DIR" fast
+pg_conf_set "$DIR" "shared_preload_libraries = 'ogc_throttle'"
+pg_start "$DIR" "$PORT" || { not_ok "server starts with the library preloaded"; tail -n 20 "$DIR/server.log"; tap_exit; }
+with=$(total)
+max_ids=$(q "SHOW ogc_throttle.max_identities")
+named=$(q "SELECT coalesce(sum(allocated_size), 0) FROM pg_shmem_allocations WHERE name LIKE 'ogc_throttle%'")
+per_id=$(awk -v a="$with" -v b="$without" -v n="$max_ids" 'BEGIN { printf "%.1f", (a - b) / n }')
+named_per_id=$(awk -v a="$named" -v n="$max_ids" 'BEGIN { printf "%.1f", a / n }')
+q "SELECT name, allocated_size FROM pg_shmem_allocations WHERE name LIKE 'ogc_throttle%'" | sed 's/^/# named: /'
+echo "# max_identities $max_ids: $((with - without)) bytes in all ($per_id per identity); named rows $named bytes ($named_per_id per identity)"
+check_eq "default max_identities" 100000 "$max_ids"
+check "named ogc_throttle allocations exist" fcmp "$named" ">" 0
+check "shared memory per identity <= $LIMIT bytes (got $per_id)" fcmp "$per_id" "<=" "$LIMIT"
+tap_exit
