@@ -1,0 +1,82 @@
+#include "core/statement_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ot::core {
+namespace {
+
+bool close(double a, double b) noexcept {
+    return a == b || std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+double price_one(const CostModel& m, const PricedCall& c, StatementFacts f) noexcept {
+    if (!c.known) return m.cost_max;
+    switch (c.kind) {
+        case CallKind::Radius: {
+            Estimate e = estimate_radius(m, c.radius_m, f.limit);
+            return e.problem ? m.cost_max : e.cost;
+        }
+        case CallKind::Bbox: {
+            Estimate e = estimate_bbox(m, c.area_km2, f.limit);
+            return e.problem ? m.cost_max : e.cost;
+        }
+        case CallKind::Tile: {
+            if (c.zoom >= 0) {
+                Estimate e = estimate_tile(m, c.zoom, f.limit);
+                return e.problem ? m.cost_max : e.cost;
+            }
+            // Priced by its bounds: a tile of that area, rows capped like a tile.
+            const double cap = f.limit >= 0 ? f.limit : m.tile_max_rows;
+            Estimate e = estimate_bbox(m, c.area_km2, cap);
+            if (e.problem) return m.cost_max;
+            const ClassWeights& w = m.of(CostClass::Tile);
+            return std::min(m.cost_max, w.fixed + w.per_row * e.rows);
+        }
+    }
+    return m.cost_max;
+}
+
+}  // namespace
+
+bool same_box(const Box& a, const Box& b) noexcept {
+    return a.srid == b.srid && close(a.xmin, b.xmin) && close(a.ymin, b.ymin) && close(a.xmax, b.xmax) &&
+           close(a.ymax, b.ymax);
+}
+
+StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts) {
+    StatementPrice out{0.0, false, 0};
+    for (std::size_t i = 0; i < n; i++) {
+        PricedCall& c = calls[i];
+        c.same_as = -1;
+        c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
+        c.cost = c.folded_into_tile ? 0.0 : price_one(m, c, facts);
+    }
+    // Same box twice: keep the dearer appearance, zero the other.
+    for (std::size_t i = 0; i < n; i++) {
+        PricedCall& c = calls[i];
+        if (c.folded_into_tile || !c.has_box || !c.known) continue;
+        for (std::size_t j = 0; j < i; j++) {
+            PricedCall& first = calls[j];
+            if (first.folded_into_tile || !first.has_box || !first.known || first.same_as >= 0) continue;
+            if (!same_box(first.box, c.box)) continue;
+            if (c.cost > first.cost) {
+                first.cost = c.cost;
+            }
+            c.cost = 0.0;
+            c.same_as = static_cast<int>(j);
+            break;
+        }
+    }
+    for (std::size_t i = 0; i < n; i++) {
+        out.total += calls[i].cost;
+        if (calls[i].cost > 0) out.charged_calls++;
+    }
+    if (out.total > m.cost_max) {
+        out.total = m.cost_max;
+        out.clamped = true;
+    }
+    return out;
+}
+
+}  // namespace ot::core

@@ -1,0 +1,59 @@
+// How the priced calls found in one SQL statement combine into its price.
+//
+// The rule (documented in doc/pricing-hook.md):
+//  1. Each call is priced as its class: a radius search by πr², a box by its
+//     area, a tile by its zoom (or bounds); rows are capped by the statement's
+//     LIMIT, or for tile statements without one by tile_max_rows.
+//  2. A call whose arguments cannot be known before execution costs cost_max.
+//  3. Calls with the same box (the clip box and the && filter of a tile, the
+//     index condition ST_DWithin derives) are charged once, at the highest
+//     price among them.
+//  4. In a statement that builds tiles, bbox filters are the tile's own filter
+//     and are not charged besides the tile.
+//  5. The statement pays the sum, clamped at cost_max; no priced call, no charge.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/cost_model.hpp"
+
+namespace ot::core {
+
+enum class CallKind : std::uint8_t { Radius, Bbox, Tile };
+
+struct Box {
+    double xmin, ymin, xmax, ymax;
+    std::int32_t srid;
+};
+
+struct PricedCall {
+    CallKind kind;
+    const char* function;  // for explanations, e.g. "st_dwithin"; static storage
+    bool known;            // false: an argument is only known during execution
+    bool has_box;          // box is set (used to recognise the same box twice)
+    Box box;
+    double radius_m;  // Radius
+    double area_km2;  // Bbox, and Tile when priced by its bounds
+    int zoom;         // Tile when priced by zoom; -1 otherwise
+    // Filled by price_statement:
+    double cost;
+    int same_as;  // index of the call this one was merged into, or -1
+    bool folded_into_tile;
+};
+
+struct StatementFacts {
+    bool builds_tiles;  // ST_AsMVT / ST_AsMVTGeom / ST_TileEnvelope present
+    double limit;       // kNoLimit when there is none (or it is unknown)
+};
+
+struct StatementPrice {
+    double total;
+    bool clamped;
+    int charged_calls;
+};
+
+StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts);
+
+bool same_box(const Box& a, const Box& b) noexcept;
+
+}  // namespace ot::core
