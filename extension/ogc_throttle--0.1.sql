@@ -57,7 +57,8 @@ CREATE FUNCTION throttle_buckets_all(
 CREATE FUNCTION throttle_stats_row(
         OUT spends bigint, OUT refusals bigint, OUT never_fits bigint, OUT cost_charged float8,
         OUT identities bigint, OUT max_identities bigint, OUT evicted_full bigint, OUT evicted_lossy bigint,
-        OUT stats_reset timestamptz)
+        OUT statements_priced bigint, OUT statements_delayed bigint, OUT delay_seconds float8,
+        OUT shadow_refusals bigint, OUT stats_reset timestamptz)
     AS 'MODULE_PATHNAME', 'throttle_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE VIEW throttle_buckets AS SELECT * FROM throttle_buckets_all();
@@ -66,7 +67,13 @@ COMMENT ON VIEW throttle_buckets IS
 
 CREATE VIEW throttle_stats AS SELECT * FROM throttle_stats_row();
 COMMENT ON VIEW throttle_stats IS
-    'Spends admitted, refusals, never-fit refusals, cost charged, table size and evictions (lossy = a non-full bucket forgotten).';
+    'Spends admitted, refusals, never-fit refusals, cost charged, table size, evictions (lossy = a non-full bucket forgotten), and the pricing hook''s statements priced, delayed, time delayed and shadow-mode refusals.';
+
+CREATE FUNCTION throttle_explain(query text, OUT statement integer, OUT call text, OUT cost float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_explain' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION throttle_explain(text) IS
+    'Plans query (without running or charging it) and shows how the pricing hook prices each PostGIS call and the statement.';
 
 ------------------------------------------------------------------------------
 -- Estimators. STABLE: they read GUC weights and spatial_ref_sys.

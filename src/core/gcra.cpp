@@ -41,6 +41,20 @@ SpendResult gcra_spend(std::int64_t tat_us, std::int64_t now_us, double cost, Bu
     return {SpendOutcome::Refused, tat_us, tokens_for(debt, b), (after - tau) / kMicros, debt / kMicros};
 }
 
+ReserveResult gcra_reserve(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b,
+                           std::int64_t max_wait_us) noexcept {
+    if (cost > b.capacity) return {SpendOutcome::NeverFits, tat_us, 0, 0.0};
+    const std::int64_t base = std::max(tat_us, now_us);
+    const std::int64_t after = base - now_us + charge_us(cost, b.rate);
+    const std::int64_t wait = std::max<std::int64_t>(0, after - tolerance_us(b));
+    if (wait > max_wait_us) return {SpendOutcome::Refused, tat_us, 0, (wait - max_wait_us) / kMicros};
+    return {SpendOutcome::Allowed, base + charge_us(cost, b.rate), wait, 0.0};
+}
+
+std::int64_t gcra_refund(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept {
+    return std::max(tat_us - charge_us(cost, b.rate), std::min(tat_us, now_us));
+}
+
 double gcra_tokens(std::int64_t tat_us, std::int64_t now_us, Budget b) noexcept {
     return tokens_for(std::max<std::int64_t>(tat_us - now_us, 0), b);
 }

@@ -28,6 +28,22 @@ struct SpendResult {
 // Inputs are validated by the caller (finite, cost >= 0, capacity > 0, rate > 0).
 SpendResult gcra_spend(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept;
 
+// Delay-mode spend: the cost is charged now and the caller waits wait_us for
+// its turn (its TAT may run past the burst tolerance: that is the queue).
+// Arrivals reserve consecutive slots, so waiters are served in arrival order.
+// Refused (nothing charged) when the wait would exceed max_wait_us.
+struct ReserveResult {
+    SpendOutcome outcome;
+    std::int64_t new_tat_us;
+    std::int64_t wait_us;
+    double retry_after_s;  // when refused: how much sooner the queue must drain
+};
+ReserveResult gcra_reserve(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b,
+                           std::int64_t max_wait_us) noexcept;
+
+// Gives back a charge that bought nothing (a waiter that was cancelled).
+std::int64_t gcra_refund(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept;
+
 // Tokens available at now_us, in [0, capacity].
 double gcra_tokens(std::int64_t tat_us, std::int64_t now_us, Budget b) noexcept;
 

@@ -1,9 +1,9 @@
 // The one room where C++ meets PostgreSQL's error machinery.
 //
 // Two rules keep ereport's longjmp and C++ unwinding apart:
-//  1. Every SQL-callable function is declared with OT_SQL_FUNCTION. Its body
-//     runs inside entry(), which catches every C++ exception and raises the
-//     PostgreSQL error only after the catch scope has been left.
+//  1. Every SQL-callable function is declared with OT_SQL_FUNCTION and every
+//     hook runs its body in guard(); both catch every C++ exception and raise
+//     the PostgreSQL error only after the catch scope has been left.
 //  2. Code that calls PostgreSQL (anything that may ereport) either holds no
 //     C++ object with a non-trivial destructor in any frame between it and
 //     entry(), or makes the call through pg_call(), which turns the
@@ -15,6 +15,7 @@
 #include <exception>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace ot::ext {
 
@@ -52,8 +53,10 @@ ErrorSpec out_of_memory();
 ErrorData* capture_pg_error(MemoryContext back_to);
 }  // namespace detail
 
-template <class Body>
-Datum entry(Body&& body) {
+// Runs body; any C++ exception becomes a PostgreSQL ERROR raised after the
+// catch scope has been left. For SQL functions (entry) and hooks (guard).
+template <class R, class Body>
+R guarded(Body&& body) {
     // Only trivially destructible locals here: a body that ereports directly
     // longjmps through this frame.
     ErrorSpec spec;
@@ -73,6 +76,16 @@ Datum entry(Body&& body) {
     }
     if (pg_error != nullptr) detail::rethrow_pg(pg_error);
     raise(spec);
+}
+
+template <class Body>
+Datum entry(Body&& body) {
+    return guarded<Datum>(std::forward<Body>(body));
+}
+
+template <class Body>
+void guard(Body&& body) {
+    guarded<void>(std::forward<Body>(body));
 }
 
 template <class F>

@@ -31,6 +31,10 @@ struct alignas(64) BackendCounters {
     pg_atomic_uint64 refusals;
     pg_atomic_uint64 never_fits;
     pg_atomic_uint64 cost_micro;
+    pg_atomic_uint64 statements_priced;
+    pg_atomic_uint64 statements_delayed;
+    pg_atomic_uint64 delay_us;
+    pg_atomic_uint64 shadow_refusals;
 };
 
 struct SharedHeader {

@@ -202,6 +202,10 @@ void attach_shared_memory() {
             pg_atomic_init_u64(&c->refusals, 0);
             pg_atomic_init_u64(&c->never_fits, 0);
             pg_atomic_init_u64(&c->cost_micro, 0);
+            pg_atomic_init_u64(&c->statements_priced, 0);
+            pg_atomic_init_u64(&c->statements_delayed, 0);
+            pg_atomic_init_u64(&c->delay_us, 0);
+            pg_atomic_init_u64(&c->shadow_refusals, 0);
         }
     }
     HASHCTL info;
@@ -217,6 +221,8 @@ void attach_shared_memory() {
         if (!found) load_saved_buckets();
     }
 }
+
+bool shared_memory_ready() { return shared != nullptr && buckets != nullptr; }
 
 void require_shared_memory() {
     if (shared == nullptr || buckets == nullptr)
@@ -245,6 +251,58 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
 
     count(r, cost);
     return r;
+}
+
+core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us) {
+    const TimestampTz now = GetCurrentTimestamp();
+    const uint32 hash = get_hash_value(buckets, &key);
+    LWLock* lock;
+    BucketEntry* e = find_or_create(key, hash, &lock, now);
+
+    SpinLockAcquire(&e->mutex);
+    const core::ReserveResult r = core::gcra_reserve(e->tat_us, now, cost, b, max_wait_us);
+    e->tat_us = r.new_tat_us;
+    e->throttled = r.outcome != core::SpendOutcome::Allowed;
+    e->capacity = static_cast<float>(b.capacity);
+    e->rate = static_cast<float>(b.rate);
+    e->last_request = now;
+    SpinLockRelease(&e->mutex);
+    LWLockRelease(lock);
+
+    count({r.outcome, r.new_tat_us, 0, r.retry_after_s, 0}, cost);
+    return r;
+}
+
+void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
+    const TimestampTz now = GetCurrentTimestamp();
+    const uint32 hash = get_hash_value(buckets, &key);
+    LWLock* lock = partition_lock(hash);
+    LWLockAcquire(lock, LW_SHARED);
+    auto* e = static_cast<BucketEntry*>(hash_search_with_hash_value(buckets, &key, hash, HASH_FIND, nullptr));
+    if (e != nullptr) {
+        SpinLockAcquire(&e->mutex);
+        e->tat_us = core::gcra_refund(e->tat_us, now, cost, b);
+        SpinLockRelease(&e->mutex);
+    }
+    LWLockRelease(lock);
+    if (BackendCounters* c = my_counters()) {
+        const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
+        const uint64 back = static_cast<uint64>(cost * kMicros);
+        pg_atomic_write_u64(&c->cost_micro, charged > back ? charged - back : 0);
+    }
+}
+
+void count_hook_event(HookEvent ev, int64 delay_us) {
+    BackendCounters* c = my_counters();
+    if (c == nullptr) return;
+    switch (ev) {
+        case HookEvent::Priced: bump(&c->statements_priced, 1); break;
+        case HookEvent::ShadowRefusal: bump(&c->shadow_refusals, 1); break;
+        case HookEvent::Delayed:
+            bump(&c->statements_delayed, 1);
+            bump(&c->delay_us, static_cast<uint64>(std::max<int64>(delay_us, 0)));
+            break;
+    }
 }
 
 BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
@@ -320,6 +378,10 @@ TableStats table_stats() {
         s.refusals += static_cast<int64>(pg_atomic_read_u64(&c->refusals));
         s.never_fits += static_cast<int64>(pg_atomic_read_u64(&c->never_fits));
         s.cost_charged += static_cast<double>(pg_atomic_read_u64(&c->cost_micro)) / kMicros;
+        s.statements_priced += static_cast<int64>(pg_atomic_read_u64(&c->statements_priced));
+        s.statements_delayed += static_cast<int64>(pg_atomic_read_u64(&c->statements_delayed));
+        s.delay_seconds += static_cast<double>(pg_atomic_read_u64(&c->delay_us)) / kMicros;
+        s.shadow_refusals += static_cast<int64>(pg_atomic_read_u64(&c->shadow_refusals));
     }
     s.identities = hash_get_num_entries(buckets);
     s.max_identities = setting_max_identities;
@@ -338,6 +400,10 @@ void table_stats_reset() {
         pg_atomic_write_u64(&c->refusals, 0);
         pg_atomic_write_u64(&c->never_fits, 0);
         pg_atomic_write_u64(&c->cost_micro, 0);
+        pg_atomic_write_u64(&c->statements_priced, 0);
+        pg_atomic_write_u64(&c->statements_delayed, 0);
+        pg_atomic_write_u64(&c->delay_us, 0);
+        pg_atomic_write_u64(&c->shadow_refusals, 0);
     }
     pg_atomic_write_u64(&shared->evicted_full, 0);
     pg_atomic_write_u64(&shared->evicted_lossy, 0);

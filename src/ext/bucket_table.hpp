@@ -20,9 +20,16 @@ void request_shared_memory();
 void attach_shared_memory();
 // ERROR 55000 naming the fix unless the library was preloaded.
 void require_shared_memory();
+bool shared_memory_ready();
 size_t bucket_table_shmem_size();
 
 core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b);
+core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us);
+void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
+
+// Statement-level counters of the pricing hook (this backend's slot).
+enum class HookEvent { Priced, ShadowRefusal, Delayed };
+void count_hook_event(HookEvent e, int64 delay_us = 0);
 
 struct BucketView {
     IdentityKey identity;
@@ -50,6 +57,10 @@ struct TableStats {
     int64 max_identities;
     int64 evicted_full;
     int64 evicted_lossy;
+    int64 statements_priced;
+    int64 statements_delayed;
+    double delay_seconds;
+    int64 shadow_refusals;
     TimestampTz stats_reset;
 };
 TableStats table_stats();

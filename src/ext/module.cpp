@@ -1,5 +1,6 @@
 // _PG_init: settings always; shared memory only when preloaded.
 #include "ext/bucket_table.hpp"
+#include "ext/hook.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
@@ -36,4 +37,5 @@ void _PG_init(void) {
     shmem_request_hook = on_shmem_request;
     prev_shmem_startup = shmem_startup_hook;
     shmem_startup_hook = on_shmem_startup;
+    ot::ext::install_hooks();
 }

@@ -2,7 +2,13 @@
 
 #include "ext/pg.hpp"
 
+#include <cstring>
+
+#include "ext/bucket_table.hpp"
+#include "ext/catalog.hpp"
+
 extern "C" {
+#include "access/xact.h"
 #include "utils/guc.h"
 }
 
@@ -12,6 +18,54 @@ int setting_max_identities = 100000;
 bool setting_save = true;
 
 namespace {
+
+int mode = static_cast<int>(Mode::Off);
+int max_delay_ms = 5000;
+char* identity = nullptr;
+
+const struct config_enum_entry mode_options[] = {
+    {"off", static_cast<int>(Mode::Off), false},
+    {"log", static_cast<int>(Mode::Log), false},
+    {"delay", static_cast<int>(Mode::Delay), false},
+    {"reject", static_cast<int>(Mode::Reject), false},
+    {nullptr, 0, false},
+};
+
+// Anyone may set the identity to empty (their own role). Any other value is
+// an identity of someone else's, which only roles trusted to spend for others
+// may choose — also when it comes from ALTER ROLE/DATABASE SET, which a role
+// can run on itself, or from the connection's options.
+bool check_identity(char** newval, void**, GucSource source) {
+    if (*newval == nullptr || (*newval)[0] == '\0') return true;
+    if (std::strlen(*newval) > static_cast<size_t>(kIdentityMax)) {
+        GUC_check_errdetail("An identity is at most %d bytes.", kIdentityMax);
+        return false;
+    }
+    switch (source) {
+        case PGC_S_DEFAULT:
+        case PGC_S_DYNAMIC_DEFAULT:
+        case PGC_S_ENV_VAR:
+        case PGC_S_FILE:
+        case PGC_S_ARGV:
+        case PGC_S_GLOBAL:
+        case PGC_S_OVERRIDE:
+        case PGC_S_TEST:
+            return true;  // set by the administrator, or only being validated
+        default:
+            break;
+    }
+    if (!IsTransactionState()) {
+        GUC_check_errdetail("Privileges cannot be checked outside a transaction.");
+        return false;
+    }
+    if (!may_spend_for_others()) {
+        GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+        GUC_check_errdetail("Only roles allowed to execute throttle_spend(text, float8) may choose who pays.");
+        GUC_check_errhint("An administrator can GRANT EXECUTE ON FUNCTION throttle_spend(text, float8) to a trusted pooler role.");
+        return false;
+    }
+    return true;
+}
 
 double capacity = 1000.0;
 double rate = 50.0;
@@ -68,10 +122,24 @@ void define_settings() {
         define_real(w.row_name, "Cost per estimated row of this class.", &w.per_row, 0, 1e12, PGC_SUSET);
     }
 
+    DefineCustomEnumVariable("ogc_throttle.mode", "What the pricing hook does with priced statements.",
+                             "off: nothing; log: price and log, charge nothing; delay: wait for tokens up to "
+                             "ogc_throttle.max_delay; reject: refuse when short.",
+                             &mode, mode, mode_options, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("ogc_throttle.max_delay", "Longest wait for tokens in delay mode.", nullptr, &max_delay_ms,
+                            max_delay_ms, 0, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
+                               "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,
+                               check_identity, nullptr, nullptr);
+
     MarkGUCPrefixReserved("ogc_throttle");
 }
 
 core::Budget current_budget() { return {capacity, rate}; }
+
+Mode current_mode() { return static_cast<Mode>(mode); }
+std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
+const char* identity_override() { return identity != nullptr && identity[0] != '\0' ? identity : nullptr; }
 
 core::CostModel current_cost_model() {
     core::CostModel m = core::default_cost_model();

@@ -1,5 +1,7 @@
 // GUCs: defined once in define_settings(), read through these accessors.
 #pragma once
+#include <cstdint>
+
 #include "core/cost_model.hpp"
 #include "core/gcra.hpp"
 
@@ -9,6 +11,13 @@ void define_settings();
 
 extern int setting_max_identities;
 extern bool setting_save;
+
+// What the pricing hook does with a priced statement.
+enum class Mode { Off, Log, Delay, Reject };
+Mode current_mode();
+std::int64_t max_delay_us();
+// The identity set for this session or transaction (ogc_throttle.identity), or nullptr.
+const char* identity_override();
 
 core::Budget current_budget();
 core::CostModel current_cost_model();

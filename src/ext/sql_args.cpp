@@ -1,5 +1,7 @@
 #include "ext/sql_args.hpp"
 
+#include "ext/settings.hpp"
+
 #include <cstring>
 
 extern "C" {
@@ -39,6 +41,7 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
 }
 
 IdentityKey own_identity() {
+    if (const char* id = identity_override()) return make_identity_key(id, std::strlen(id));
     const char* name = GetUserNameFromId(GetOuterUserId(), false);
     return make_identity_key(name, std::strlen(name));
 }

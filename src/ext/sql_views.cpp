@@ -36,10 +36,20 @@ OT_SQL_FUNCTION(throttle_stats) {
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("ogc_throttle: function must return a row")));
     desc = BlessTupleDesc(desc);
     const TableStats s = table_stats();
-    Datum values[9] = {Int64GetDatum(s.spends),        Int64GetDatum(s.refusals),     Int64GetDatum(s.never_fits),
-                       Float8GetDatum(s.cost_charged), Int64GetDatum(s.identities),   Int64GetDatum(s.max_identities),
-                       Int64GetDatum(s.evicted_full),  Int64GetDatum(s.evicted_lossy), TimestampTzGetDatum(s.stats_reset)};
-    bool nulls[9] = {};
+    Datum values[] = {Int64GetDatum(s.spends),
+                      Int64GetDatum(s.refusals),
+                      Int64GetDatum(s.never_fits),
+                      Float8GetDatum(s.cost_charged),
+                      Int64GetDatum(s.identities),
+                      Int64GetDatum(s.max_identities),
+                      Int64GetDatum(s.evicted_full),
+                      Int64GetDatum(s.evicted_lossy),
+                      Int64GetDatum(s.statements_priced),
+                      Int64GetDatum(s.statements_delayed),
+                      Float8GetDatum(s.delay_seconds),
+                      Int64GetDatum(s.shadow_refusals),
+                      TimestampTzGetDatum(s.stats_reset)};
+    bool nulls[lengthof(values)] = {};
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 

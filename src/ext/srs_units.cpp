@@ -6,16 +6,10 @@
 #include <cstring>
 
 #include "ext/boundary.hpp"
+#include "ext/catalog.hpp"
 
 extern "C" {
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_extension.h"
-#include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -47,19 +41,6 @@ double proj4_metres_per_unit(const char* proj4) {
     for (const Unit& u : units)
         if (std::strstr(proj4, u.token)) return u.metres;
     return 1.0;  // proj's default linear unit
-}
-
-// PostgreSQL 15 has no get_extension_schema(): read pg_extension directly.
-Oid extension_schema(Oid ext) {
-    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
-    ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
-    SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
-    HeapTuple tup = systable_getnext(scan);
-    Oid schema = HeapTupleIsValid(tup) ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tup))->extnamespace : InvalidOid;
-    systable_endscan(scan);
-    table_close(rel, AccessShareLock);
-    return schema;
 }
 
 Oid spatial_ref_sys_oid() {

@@ -1,0 +1,429 @@
+#include "ext/plan_pricing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/geo.hpp"
+#include "ext/postgis_functions.hpp"
+#include "ext/settings.hpp"
+#include "ext/srs_units.hpp"
+
+extern "C" {
+#include "executor/executor.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+}
+
+namespace ot::ext {
+namespace {
+
+struct Walk {
+    ParamListInfo params;
+    MemoryContext eval_cxt;  // created on the first priced call
+    core::PricedCall* calls;
+    int ncalls;
+    int capacity;
+    bool builds_tiles;
+    bool asmvt;
+    double limit;
+    Bitmapset* nestloop_params;  // PARAM_EXEC ids that carry an outer row's column
+};
+
+// PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
+// through void (*)() is the sanctioned generic function-pointer cast.
+using Walker = bool (*)();
+template <class F>
+Walker as_walker(F* f) {
+    return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(f));
+}
+
+// ---- evaluating arguments before execution -----------------------------
+
+bool not_evaluable_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    switch (nodeTag(node)) {
+        case T_Var:
+        case T_SubPlan:
+        case T_AlternativeSubPlan:
+        case T_SubLink:
+        case T_Aggref:
+        case T_WindowFunc:
+        case T_GroupingFunc:
+        case T_CurrentOfExpr:
+        case T_NextValueExpr:
+            return true;
+        case T_Param: {
+            auto* p = reinterpret_cast<Param*>(node);
+            return p->paramkind != PARAM_EXTERN || w->params == nullptr;
+        }
+        default:
+            break;
+    }
+    return expression_tree_walker(node, as_walker(not_evaluable_walker), w);
+}
+
+bool evaluable(Node* e, Walk* w) {
+    return !not_evaluable_walker(e, w) && !contain_volatile_functions(e);
+}
+
+// A column of this row, or of the outer row of a nested loop (which the
+// planner passes to the inner side as a PARAM_EXEC).
+bool column_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    if (IsA(node, Var)) return true;
+    if (IsA(node, Param)) {
+        auto* p = reinterpret_cast<Param*>(node);
+        return p->paramkind == PARAM_EXEC && bms_is_member(p->paramid, w->nestloop_params);
+    }
+    return expression_tree_walker(node, as_walker(column_walker), w);
+}
+
+// Evaluates a Var-free, non-volatile expression with this execution's
+// parameters; the result lives in w->eval_cxt.
+bool eval(Walk* w, Node* e, Datum* out) {
+    if (IsA(e, Const)) {
+        auto* c = reinterpret_cast<Const*>(e);
+        *out = c->constvalue;
+        return !c->constisnull;
+    }
+    if (!evaluable(e, w)) return false;
+    if (w->eval_cxt == nullptr)
+        w->eval_cxt = AllocSetContextCreate(CurrentMemoryContext, "ogc_throttle pricing", ALLOCSET_SMALL_SIZES);
+    MemoryContext old = MemoryContextSwitchTo(w->eval_cxt);
+    ExprState* state = ExecInitExprWithParams(reinterpret_cast<Expr*>(e), w->params);
+    ExprContext* econtext = CreateStandaloneExprContext();
+    econtext->ecxt_param_list_info = w->params;  // read at run time by PARAM_EXTERN steps
+    bool isnull = false;
+    Datum d = ExecEvalExprSwitchContext(state, econtext, &isnull);
+    if (!isnull) {
+        int16 typlen;
+        bool typbyval;
+        get_typlenbyval(exprType(e), &typlen, &typbyval);
+        d = datumCopy(d, typbyval, typlen);
+    }
+    FreeExprContext(econtext, true);
+    MemoryContextSwitchTo(old);
+    *out = d;
+    return !isnull;
+}
+
+bool eval_float8(Walk* w, Node* e, double* out) {
+    Datum d;
+    if (exprType(e) != FLOAT8OID || !eval(w, e, &d)) return false;
+    *out = DatumGetFloat8(d);
+    return true;
+}
+
+bool eval_int(Walk* w, Node* e, int64* out) {
+    Datum d;
+    const Oid t = exprType(e);
+    if ((t != INT4OID && t != INT8OID && t != INT2OID) || !eval(w, e, &d)) return false;
+    *out = t == INT8OID ? DatumGetInt64(d) : t == INT4OID ? DatumGetInt32(d) : DatumGetInt16(d);
+    return true;
+}
+
+// ---- recording calls ----------------------------------------------------
+
+core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role) {
+    if (w->ncalls == w->capacity) {
+        if (w->eval_cxt == nullptr)
+            w->eval_cxt = AllocSetContextCreate(CurrentMemoryContext, "ogc_throttle pricing", ALLOCSET_SMALL_SIZES);
+        w->capacity = w->capacity == 0 ? 8 : w->capacity * 2;
+        const size_t bytes = sizeof(core::PricedCall) * w->capacity;
+        w->calls = static_cast<core::PricedCall*>(w->calls == nullptr ? MemoryContextAlloc(w->eval_cxt, bytes)
+                                                                       : repalloc(w->calls, bytes));
+    }
+    core::PricedCall* c = &w->calls[w->ncalls++];
+    *c = core::PricedCall{};
+    c->kind = kind;
+    c->function = gis_role_name(role);
+    c->known = false;
+    c->zoom = -1;
+    c->same_as = -1;
+    return c;
+}
+
+core::Box to_box(const GisBox& b) { return {b.xmin, b.ymin, b.xmax, b.ymax, b.srid}; }
+
+double area_of(const GisBox& b) {
+    if (core::bbox_problem(b.xmin, b.ymin, b.xmax, b.ymax) != nullptr) return -1;
+    const core::Srs srs = srs_for_box(b.srid, b.xmin, b.ymin, b.xmax, b.ymax);
+    return core::bbox_area_km2(srs, b.xmin, b.ymin, b.xmax, b.ymax);
+}
+
+// A geometry side of a call: evaluated if it can be, else its column's SRID.
+struct Side {
+    bool evaluated;
+    bool has_box;
+    GisBox box;
+    int32 srid;
+};
+
+Side read_geometry(Walk* w, Node* e) {
+    Side s{false, false, {}, 0};
+    Datum d;
+    if (!column_walker(e, w) && eval(w, e, &d)) {
+        s.evaluated = true;
+        s.has_box = geometry_box(d, &s.box);
+        s.srid = s.has_box ? s.box.srid : geometry_srid(d);
+    } else {
+        s.srid = srid_from_typmod(exprTypmod(e));
+    }
+    return s;
+}
+
+void on_dwithin(Walk* w, GisRole role, List* args) {
+    core::PricedCall* c = add_call(w, core::CallKind::Radius, role);
+    if (list_length(args) < 3) return;
+    double r;
+    if (!eval_float8(w, static_cast<Node*>(lthird(args)), &r) || !std::isfinite(r) || r < 0) return;
+    if (role == GisRole::DWithinGeography) {
+        c->radius_m = r;
+        c->known = true;
+        return;
+    }
+    Side a = read_geometry(w, static_cast<Node*>(linitial(args)));
+    Side b = read_geometry(w, static_cast<Node*>(lsecond(args)));
+    const Side& point = a.evaluated ? a : b;
+    const int32 srid = a.srid != 0 ? a.srid : b.srid;
+    // Unknown units: a radius that could be degrees is read as degrees (dearer).
+    const core::Srs srs = srid > 0 ? srs_for(srid) : (r <= 180 ? core::kDegrees : core::kMetres);
+    c->radius_m = core::radius_metres(srs, r);
+    c->known = true;
+    if (point.has_box) {
+        // The box ST_DWithin's index condition (geom && ST_Expand(point, r)) searches.
+        c->has_box = true;
+        c->box = {point.box.xmin - r, point.box.ymin - r, point.box.xmax + r, point.box.ymax + r, point.box.srid};
+    }
+}
+
+void on_bbox_filter(Walk* w, GisRole role, List* args) {
+    if (list_length(args) != 2) return;
+    Node* a = static_cast<Node*>(linitial(args));
+    Node* b = static_cast<Node*>(lsecond(args));
+    const bool ca = column_walker(a, w), cb = column_walker(b, w);
+    if (ca && cb) return;  // column against column: a join, not a box filter
+    core::PricedCall* c = add_call(w, core::CallKind::Bbox, role);
+    Side s = read_geometry(w, ca ? b : a);
+    if (!s.evaluated) return;  // a subquery or runtime value: unknown
+    if (!s.has_box) {          // an empty geometry matches nothing
+        c->known = true;
+        c->area_km2 = 0;
+        return;
+    }
+    const double area = area_of(s.box);
+    if (area < 0) return;
+    c->known = true;
+    c->area_km2 = area;
+    c->has_box = true;
+    c->box = to_box(s.box);
+}
+
+void on_make_envelope(Walk* w, Node* call) {
+    core::PricedCall* c = add_call(w, core::CallKind::Bbox, GisRole::MakeEnvelope);
+    Datum d;
+    GisBox box;
+    if (!eval(w, call, &d) || !geometry_box(d, &box)) return;
+    const double area = area_of(box);
+    if (area < 0) return;
+    c->known = true;
+    c->area_km2 = area;
+    c->has_box = true;
+    c->box = to_box(box);
+}
+
+void on_tile_envelope(Walk* w, Node* call, List* args) {
+    w->builds_tiles = true;
+    core::PricedCall* c = add_call(w, core::CallKind::Tile, GisRole::TileEnvelope);
+    int64 zoom;
+    if (list_length(args) < 1 || !eval_int(w, static_cast<Node*>(linitial(args)), &zoom)) return;
+    if (zoom < 0 || zoom > core::kMaxZoom) return;  // ST_TileEnvelope itself will refuse it
+    c->zoom = static_cast<int>(zoom);
+    c->known = true;
+    Datum d;
+    GisBox box;
+    if (eval(w, call, &d) && geometry_box(d, &box)) {
+        c->has_box = true;
+        c->box = to_box(box);
+    }
+}
+
+void on_mvt_geom(Walk* w, List* args) {
+    w->builds_tiles = true;
+    core::PricedCall* c = add_call(w, core::CallKind::Tile, GisRole::AsMVTGeom);
+    Datum d;
+    GisBox box;
+    if (list_length(args) < 2 || !eval(w, static_cast<Node*>(lsecond(args)), &d) || !box2d_box(d, &box)) return;
+    // box2d carries no SRID: take the geometry column's, else guess (tile
+    // bounds are nearly always Web Mercator metres).
+    box.srid = srid_from_typmod(exprTypmod(static_cast<Node*>(linitial(args))));
+    if (box.srid == 0)
+        box.srid = core::guess_unknown_srs(box.xmin, box.ymin, box.xmax, box.ymax).units == core::Units::Linear ? 3857
+                                                                                                            : 4326;
+    const double area = area_of(box);
+    if (area < 0) return;
+    c->known = true;
+    c->area_km2 = area;
+    c->has_box = true;
+    c->box = to_box(box);
+}
+
+bool expr_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    if (IsA(node, FuncExpr)) {
+        auto* f = reinterpret_cast<FuncExpr*>(node);
+        switch (GisRole role = gis_role(f->funcid)) {
+            case GisRole::DWithinGeometry:
+            case GisRole::DWithinGeography:
+            case GisRole::DWithinText: on_dwithin(w, role, f->args); break;
+            case GisRole::IntersectsGeometry: on_bbox_filter(w, role, f->args); break;
+            case GisRole::MakeEnvelope: on_make_envelope(w, node); break;
+            case GisRole::TileEnvelope: on_tile_envelope(w, node, f->args); break;
+            case GisRole::AsMVTGeom: on_mvt_geom(w, f->args); break;
+            default: break;
+        }
+    } else if (IsA(node, OpExpr)) {
+        auto* o = reinterpret_cast<OpExpr*>(node);
+        if (gis_role(o->opfuncid) == GisRole::OverlapsGeometry) on_bbox_filter(w, GisRole::OverlapsGeometry, o->args);
+    } else if (IsA(node, Aggref)) {
+        if (gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) == GisRole::AsMVT) {
+            w->builds_tiles = true;
+            w->asmvt = true;
+        }
+    }
+    return expression_tree_walker(node, as_walker(expr_walker), w);
+}
+
+void walk_exprs(Node* n, Walk* w) {
+    if (n != nullptr) expr_walker(n, w);
+}
+
+void on_limit(Walk* w, Limit* l) {
+    int64 count, offset = 0;
+    if (l->limitCount == nullptr || !eval_int(w, l->limitCount, &count)) return;
+    if (l->limitOffset != nullptr && !eval_int(w, l->limitOffset, &offset)) return;
+    // LIMIT n OFFSET m reads n + m rows; of several LIMITs the largest bounds the work.
+    const double rows = static_cast<double>(std::max<int64>(count, 0)) + static_cast<double>(std::max<int64>(offset, 0));
+    w->limit = std::max(w->limit, rows);
+}
+
+void walk_plan(Plan* p, Walk* w);
+
+void walk_plans(List* plans, Walk* w) {
+    ListCell* lc;
+    foreach (lc, plans) walk_plan(static_cast<Plan*>(lfirst(lc)), w);
+}
+
+void walk_plan(Plan* p, Walk* w) {
+    if (p == nullptr) return;
+    check_stack_depth();
+    walk_exprs(reinterpret_cast<Node*>(p->targetlist), w);
+    walk_exprs(reinterpret_cast<Node*>(p->qual), w);
+    switch (nodeTag(p)) {
+        case T_IndexScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<IndexScan*>(p)->indexqualorig), w);
+            break;
+        case T_IndexOnlyScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<IndexOnlyScan*>(p)->indexqual), w);
+            break;
+        case T_BitmapIndexScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<BitmapIndexScan*>(p)->indexqualorig), w);
+            break;
+        case T_BitmapHeapScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<BitmapHeapScan*>(p)->bitmapqualorig), w);
+            break;
+        case T_FunctionScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<FunctionScan*>(p)->functions), w);
+            break;
+        case T_ValuesScan:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<ValuesScan*>(p)->values_lists), w);
+            break;
+        case T_SubqueryScan: walk_plan(reinterpret_cast<SubqueryScan*>(p)->subplan, w); break;
+        case T_Append: walk_plans(reinterpret_cast<Append*>(p)->appendplans, w); break;
+        case T_MergeAppend: walk_plans(reinterpret_cast<MergeAppend*>(p)->mergeplans, w); break;
+        case T_BitmapAnd: walk_plans(reinterpret_cast<BitmapAnd*>(p)->bitmapplans, w); break;
+        case T_BitmapOr: walk_plans(reinterpret_cast<BitmapOr*>(p)->bitmapplans, w); break;
+        case T_CustomScan: walk_plans(reinterpret_cast<CustomScan*>(p)->custom_plans, w); break;
+        case T_NestLoop: {
+            ListCell* lc;
+            foreach (lc, reinterpret_cast<NestLoop*>(p)->nestParams)
+                w->nestloop_params = bms_add_member(w->nestloop_params, lfirst_node(NestLoopParam, lc)->paramno);
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<Join*>(p)->joinqual), w);
+            break;
+        }
+        case T_MergeJoin:
+        case T_HashJoin:
+            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<Join*>(p)->joinqual), w);
+            break;
+        case T_Limit: on_limit(w, reinterpret_cast<Limit*>(p)); break;
+        case T_Result: walk_exprs(reinterpret_cast<Result*>(p)->resconstantqual, w); break;
+        default: break;
+    }
+    walk_plan(p->lefttree, w);
+    walk_plan(p->righttree, w);
+}
+
+}  // namespace
+
+StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
+    Walk w{params, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr};
+    walk_plan(stmt->planTree, &w);
+    ListCell* lc;
+    foreach (lc, stmt->subplans) walk_plan(static_cast<Plan*>(lfirst(lc)), &w);
+    // A tile aggregate whose bounds could not be read is a tile of unknown size.
+    if (w.asmvt) {
+        bool have_tile = false;
+        for (int i = 0; i < w.ncalls; i++) have_tile |= w.calls[i].kind == core::CallKind::Tile;
+        if (!have_tile) add_call(&w, core::CallKind::Tile, GisRole::AsMVT);
+    }
+    StatementPricing out{w.calls, w.ncalls, {w.builds_tiles, w.limit}, {0.0, false, 0}};
+    if (w.ncalls > 0) out.price = core::price_statement(current_cost_model(), w.calls, w.ncalls, out.facts);
+    return out;
+}
+
+char* describe_call(const core::PricedCall& c, int index) {
+    StringInfoData s;
+    initStringInfo(&s);
+    appendStringInfo(&s, "#%d %s", index + 1, c.function);
+    if (!c.known) {
+        appendStringInfoString(&s, " (argument known only during execution)");
+    } else {
+        switch (c.kind) {
+            case core::CallKind::Radius: appendStringInfo(&s, " radius %g m", c.radius_m); break;
+            case core::CallKind::Bbox: appendStringInfo(&s, " box %g km²", c.area_km2); break;
+            case core::CallKind::Tile:
+                if (c.zoom >= 0)
+                    appendStringInfo(&s, " zoom %d", c.zoom);
+                else
+                    appendStringInfo(&s, " tile bounds %g km²", c.area_km2);
+                break;
+        }
+    }
+    if (c.folded_into_tile)
+        appendStringInfoString(&s, ": part of the tile, not charged");
+    else if (c.same_as >= 0)
+        appendStringInfo(&s, ": same box as #%d", c.same_as + 1);
+    else
+        appendStringInfo(&s, ": %g", c.cost);
+    return s.data;
+}
+
+char* describe_pricing(const StatementPricing& p) {
+    StringInfoData s;
+    initStringInfo(&s);
+    for (int i = 0; i < p.ncalls; i++) {
+        if (i > 0) appendStringInfoString(&s, "; ");
+        appendStringInfoString(&s, describe_call(p.calls[i], i));
+    }
+    if (p.facts.limit >= 0) appendStringInfo(&s, "; rows capped at %g by LIMIT", p.facts.limit);
+    if (p.price.clamped) appendStringInfoString(&s, "; total clamped at ogc_throttle.cost_max");
+    return s.data;
+}
+
+}  // namespace ot::ext

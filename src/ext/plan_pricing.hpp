@@ -1,0 +1,30 @@
+// Finds the priced PostGIS calls in a planned statement, reads their
+// arguments with this execution's parameter values, and prices the statement
+// with core::price_statement.
+#pragma once
+#include "ext/pg.hpp"
+
+#include "core/statement_cost.hpp"
+
+extern "C" {
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
+}
+
+namespace ot::ext {
+
+struct StatementPricing {
+    core::PricedCall* calls;  // palloc'd
+    int ncalls;
+    core::StatementFacts facts;
+    core::StatementPrice price;
+};
+
+// Cheap for statements without PostGIS calls: one walk, no allocation.
+StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params);
+
+// "ST_DWithin radius 5000 m: 8.85; ..." (palloc'd), for DETAILs, logs and throttle_explain.
+char* describe_call(const core::PricedCall& c, int index);
+char* describe_pricing(const StatementPricing& p);
+
+}  // namespace ot::ext
