@@ -1,0 +1,167 @@
+#include "gate/caps.hpp"
+
+#include <cstdint>
+#include <tuple>
+
+#include "gate/bodies.hpp"
+#include "gate/text.hpp"
+
+namespace ot::gate {
+namespace {
+
+OgcError bad(std::string code, std::string locator, std::string text) {
+    return {ErrorKind::BadRequest, std::move(code), std::move(locator), std::move(text)};
+}
+
+OgcError over(std::string locator, std::string text) {
+    return {ErrorKind::OverCap, "InvalidParameterValue", std::move(locator), std::move(text)};
+}
+
+std::string target_with(const HttpIn& in, const std::string& query) {
+    const std::size_t qm = in.target.find('?');
+    return in.target.substr(0, qm) + "?" + query;
+}
+
+void check_size(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
+    if (!r.width || !r.height) {
+        out.error = bad("MissingParameterValue", r.width ? "HEIGHT" : "WIDTH",
+                        std::string(op_name(r.op)) + " needs both WIDTH and HEIGHT.");
+        return;
+    }
+    const auto w = parse_int(*r.width);
+    const auto h = parse_int(*r.height);
+    for (const auto& [v, raw, name] : {std::tuple{w, *r.width, "WIDTH"}, std::tuple{h, *r.height, "HEIGHT"}}) {
+        if (!v || *v <= 0) {
+            out.error = bad("InvalidParameterValue", name,
+                            std::string(name) + "='" + raw.substr(0, 40) + "' is not a positive whole number of pixels.");
+            return;
+        }
+    }
+    if (caps.max_side > 0 && (*w > caps.max_side || *h > caps.max_side)) {
+        const bool wide = *w > caps.max_side;
+        out.error = over(wide ? "WIDTH" : "HEIGHT",
+                         std::string(op_name(r.op)) + " asked for " + std::to_string(*w) + "x" + std::to_string(*h) +
+                             " pixels; this service allows at most " + std::to_string(caps.max_side) +
+                             " pixels per side. Lower WIDTH and HEIGHT, or request the area in several tiles.");
+        return;
+    }
+    // w*h > max, without ever forming a product that could overflow.
+    if (*w > caps.max_pixels / *h) {
+        const std::string asked = *w <= INT64_MAX / *h ? std::to_string(*w * *h) : std::string("more than 9.2e18");
+        out.error = over("WIDTH",
+                         std::string(op_name(r.op)) + " asked for " + std::to_string(*w) + "x" + std::to_string(*h) + " = " +
+                             asked + " pixels; this service allows at most " + std::to_string(caps.max_pixels) +
+                             " pixels per image. Lower WIDTH and HEIGHT, or request the area in several tiles.");
+        return;
+    }
+    out.width = static_cast<double>(*w);
+    out.height = static_cast<double>(*h);
+}
+
+// Puts `value` where the count lives: query, form body or XML body.
+void place_count(const OgcRequest& r, const HttpIn& in, const std::string& key, std::int64_t value, CapOutcome& out) {
+    const std::string v = std::to_string(value);
+    switch (r.body_kind) {
+        case BodyKind::WfsXml:
+            if (auto b = rewrite_xml_count(in.body, key, v)) out.new_body = std::move(*b);
+            else out.error = bad("InvalidParameterValue", key, "The request body could not be rewritten.");
+            return;
+        case BodyKind::SearchJson:
+            if (auto b = rewrite_json_limit(in.body, value)) out.new_body = std::move(*b);
+            else out.error = bad("InvalidParameterValue", key, "The request body could not be rewritten.");
+            return;
+        case BodyKind::Form:
+            out.new_body = rewrite_query(r.form, key, v);
+            return;
+        default:
+            out.new_target = target_with(in, rewrite_query(r.query, key, v));
+    }
+}
+
+void check_wfs_count(const OgcRequest& r, const HttpIn& in, const Caps& caps, CapOutcome& out) {
+    const std::string max = std::to_string(caps.max_features);
+    const bool paging = r.dialect != Dialect::Wfs100;
+    if (!r.count) {
+        if (r.hits_only) return;
+        // Unbounded: the cap goes in the parameter this version understands.
+        place_count(r, in, r.count_key, caps.max_features, out);
+        out.count = static_cast<double>(caps.max_features);
+        out.note = "injected " + r.count_key + "=" + max;
+        return;
+    }
+    const auto n = parse_int(*r.count);
+    if (!n || *n <= 0) {
+        out.error = bad("InvalidParameterValue", r.count_key,
+                        r.count_key + "='" + r.count->substr(0, 40) + "' is not a positive whole number.");
+        return;
+    }
+    if (*n <= caps.max_features) {
+        out.count = static_cast<double>(*n);
+        return;
+    }
+    if (caps.clamp_features) {
+        place_count(r, in, r.count_key, caps.max_features, out);
+        out.count = static_cast<double>(caps.max_features);
+        out.note = "clamped " + r.count_key + " " + std::to_string(*n) + "->" + max;
+        return;
+    }
+    std::string text = "GetFeature asked for " + r.count_key + "=" + std::to_string(*n) +
+                       " features; this service returns at most " + max + " features per request. ";
+    text += paging ? "Page through the results: " + r.count_key + "=" + max + " with STARTINDEX=0, " + max +
+                         ", " + std::to_string(2 * caps.max_features) + ", ..."
+                   : "Ask for " + r.count_key + "=" + max + " or fewer, narrowed with a BBOX or FILTER.";
+    out.error = over(r.count_key, text);
+}
+
+void check_api_limit(const OgcRequest& r, const HttpIn& in, const Caps& caps, CapOutcome& out) {
+    if (!r.count) return;
+    const auto n = parse_int(*r.count);
+    if (!n || *n <= 0) {
+        out.error = bad("InvalidParameterValue", "limit", "limit='" + r.count->substr(0, 40) + "' is not a positive whole number.");
+        return;
+    }
+    out.count = static_cast<double>(*n);
+    if (*n > caps.max_features) {
+        // OGC API - Features: a limit above the maximum is not an error.
+        place_count(r, in, "limit", caps.max_features, out);
+        out.count = static_cast<double>(caps.max_features);
+        out.note = "clamped limit " + std::to_string(*n) + "->" + std::to_string(caps.max_features);
+    }
+}
+
+}  // namespace
+
+CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
+    CapOutcome out;
+    if (!r.problem.empty()) {
+        out.error = bad(r.problem_code, r.problem_locator, r.problem + ".");
+        return out;
+    }
+    switch (r.op) {
+        case Op::GetMap:
+        case Op::GetFeatureInfo:
+            check_size(r, caps, out);
+            break;
+        case Op::GetCoverage:
+            if (r.width || r.height) check_size(r, caps, out);
+            break;
+        case Op::GetFeature:
+            check_wfs_count(r, in, caps, out);
+            break;
+        case Op::Items:
+        case Op::Search:
+            check_api_limit(r, in, caps, out);
+            break;
+        case Op::GetTile:
+            if (r.zoom && (*r.zoom < 0 || *r.zoom > caps.max_zoom))
+                out.error = over(r.service == Service::Wmts ? "TILEMATRIX" : "z",
+                                 "Tile zoom level " + std::to_string(*r.zoom) + " is outside this service's levels 0 to " +
+                                     std::to_string(caps.max_zoom) + ". Request a zoom level in that range.");
+            break;
+        default:
+            break;
+    }
+    return out;
+}
+
+}  // namespace ot::gate

@@ -1,0 +1,186 @@
+#include "gate/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <stdexcept>
+
+namespace ot::gate {
+namespace {
+
+[[noreturn]] void bad(const std::string& where, const std::string& why) {
+    throw std::runtime_error(where + ": " + why);
+}
+
+template <typename T>
+void get(const YAML::Node& n, const char* key, T& out, const std::string& where) {
+    const YAML::Node v = n[key];
+    if (!v) return;
+    try {
+        out = v.as<T>();
+    } catch (const YAML::Exception&) {
+        bad(where + "." + key, "has the wrong type");
+    }
+}
+
+std::vector<Cidr> cidrs(const YAML::Node& n, const std::string& where) {
+    std::vector<Cidr> out;
+    if (!n) return out;
+    if (!n.IsSequence()) bad(where, "must be a list of addresses or CIDR blocks");
+    for (const auto& e : n) {
+        auto c = parse_cidr(e.as<std::string>());
+        if (!c) bad(where, "'" + e.as<std::string>() + "' is not an address or CIDR block");
+        out.push_back(*c);
+    }
+    return out;
+}
+
+void check_keys(const YAML::Node& n, const std::set<std::string>& allowed, const std::string& where) {
+    if (!n) return;
+    if (!n.IsMap()) bad(where, "must be a mapping");
+    for (const auto& kv : n) {
+        const std::string k = kv.first.as<std::string>();
+        if (!allowed.count(k)) bad(where, "unknown key '" + k + "'");
+    }
+}
+
+core::CostClass class_named(const std::string& name, const std::string& where) {
+    for (int i = 0; i < core::kCostClasses; ++i) {
+        const auto c = static_cast<core::CostClass>(i);
+        if (name == core::cost_class_name(c)) return c;
+    }
+    bad(where, "unknown cost class '" + name + "' (bbox, radius, features, tile, map, coverage)");
+}
+
+}  // namespace
+
+const Tier& Config::tier(const std::string& name) const {
+    for (const Tier& t : tiers)
+        if (t.name == name) return t;
+    return tiers.front();
+}
+
+std::string config_problem(const Config& c) {
+    if (c.tiers.empty()) return "at least one tier is needed";
+    bool have_default = false;
+    std::set<std::string> names;
+    for (const Tier& t : c.tiers) {
+        if (t.name.empty()) return "every tier needs a name";
+        if (!names.insert(t.name).second) return "tier '" + t.name + "' is defined twice";
+        if (const char* p = core::budget_problem(t.budget)) return "tier '" + t.name + "': " + p;
+        have_default |= t.name == c.default_tier;
+    }
+    if (!have_default) return "default_tier '" + c.default_tier + "' is not a defined tier";
+    if (const char* p = core::cost_model_problem(c.pricing.model)) return std::string("cost: ") + p;
+    if (!(c.pricing.other_cost >= 0) || !(c.pricing.coverage_default_megapixels > 0) || !(c.pricing.default_limit >= 0))
+        return "cost: other, coverage_default_megapixels and default_limit must be non-negative numbers";
+    if (c.caps.max_pixels <= 0) return "caps.max_pixels must be above zero";
+    if (c.caps.max_side < 0) return "caps.max_side must be zero (off) or above";
+    if (c.caps.max_features <= 0) return "caps.max_features must be above zero";
+    if (c.caps.max_zoom < 0 || c.caps.max_zoom > core::kMaxZoom) return "caps.max_zoom must be between 0 and 31";
+    if (c.exception_status != 200 && c.exception_status != 400) return "exception_status must be 200 or 400";
+    if (c.limits.header_bytes < 1024 || c.limits.body_bytes < 1024) return "limits: header_bytes and body_bytes must be at least 1024";
+    if (!(c.limits.idle_timeout_s > 0) || !(c.limits.upstream_timeout_s > 0) || !(c.limits.upstream_connect_timeout_s > 0))
+        return "limits: timeouts must be above zero";
+    if (c.limits.max_keys < 16) return "limits.max_keys must be at least 16";
+    if (c.threads < 0 || c.threads > 256) return "threads must be between 0 and 256";
+    return {};
+}
+
+Config load_config_file(const std::string& path, Config c) {
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(path);
+    } catch (const YAML::Exception& e) {
+        bad(path, e.what());
+    }
+    if (root.IsNull()) return c;
+    check_keys(root,
+               {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
+                "tiers", "default_tier", "cost"},
+               path);
+    get(root, "listen", c.listen, path);
+    get(root, "upstream", c.upstream, path);
+    get(root, "admin_listen", c.admin_listen, path);
+    get(root, "threads", c.threads, path);
+    get(root, "exception_status", c.exception_status, path);
+    if (root["mode"]) {
+        const std::string m = root["mode"].as<std::string>();
+        if (m != "enforce" && m != "shadow") bad("mode", "must be 'enforce' or 'shadow'");
+        c.shadow = m == "shadow";
+    }
+    if (const YAML::Node caps = root["caps"]) {
+        check_keys(caps, {"max_pixels", "max_side", "max_features", "features_over_cap", "max_zoom"}, "caps");
+        get(caps, "max_pixels", c.caps.max_pixels, "caps");
+        get(caps, "max_side", c.caps.max_side, "caps");
+        get(caps, "max_features", c.caps.max_features, "caps");
+        get(caps, "max_zoom", c.caps.max_zoom, "caps");
+        if (caps["features_over_cap"]) {
+            const std::string v = caps["features_over_cap"].as<std::string>();
+            if (v != "reject" && v != "clamp") bad("caps.features_over_cap", "must be 'reject' or 'clamp'");
+            c.caps.clamp_features = v == "clamp";
+        }
+    }
+    if (const YAML::Node l = root["limits"]) {
+        check_keys(l,
+                   {"header_bytes", "body_bytes", "upstream_body_bytes", "idle_timeout", "upstream_timeout",
+                    "upstream_connect_timeout", "max_keys"},
+                   "limits");
+        get(l, "header_bytes", c.limits.header_bytes, "limits");
+        get(l, "body_bytes", c.limits.body_bytes, "limits");
+        get(l, "upstream_body_bytes", c.limits.upstream_body_bytes, "limits");
+        get(l, "idle_timeout", c.limits.idle_timeout_s, "limits");
+        get(l, "upstream_timeout", c.limits.upstream_timeout_s, "limits");
+        get(l, "upstream_connect_timeout", c.limits.upstream_connect_timeout_s, "limits");
+        get(l, "max_keys", c.limits.max_keys, "limits");
+    }
+    if (const YAML::Node id = root["identity"]) {
+        check_keys(id, {"key_headers", "trusted_proxies"}, "identity");
+        get(id, "key_headers", c.key_headers, "identity");
+        c.trusted_proxies = cidrs(id["trusted_proxies"], "identity.trusted_proxies");
+    }
+    get(root, "default_tier", c.default_tier, path);
+    if (const YAML::Node tiers = root["tiers"]) {
+        if (!tiers.IsSequence()) bad("tiers", "must be a list");
+        c.tiers.clear();
+        for (const auto& t : tiers) {
+            check_keys(t, {"name", "rate", "burst", "keys", "networks"}, "tiers[]");
+            Tier tier;
+            get(t, "name", tier.name, "tiers[]");
+            get(t, "rate", tier.budget.rate, "tiers[" + tier.name + "]");
+            get(t, "burst", tier.budget.capacity, "tiers[" + tier.name + "]");
+            if (!t["rate"] || !t["burst"]) bad("tiers[" + tier.name + "]", "needs rate and burst");
+            get(t, "keys", tier.key_hashes, "tiers[" + tier.name + "]");
+            tier.networks = cidrs(t["networks"], "tiers[" + tier.name + "].networks");
+            c.tiers.push_back(std::move(tier));
+        }
+    }
+    if (const YAML::Node cost = root["cost"]) {
+        check_keys(cost,
+                   {"density_per_km2", "tile_max_rows", "cost_max", "other", "coverage_default_megapixels",
+                    "default_limit", "weights"},
+                   "cost");
+        get(cost, "density_per_km2", c.pricing.model.density_per_km2, "cost");
+        get(cost, "tile_max_rows", c.pricing.model.tile_max_rows, "cost");
+        get(cost, "cost_max", c.pricing.model.cost_max, "cost");
+        get(cost, "other", c.pricing.other_cost, "cost");
+        get(cost, "coverage_default_megapixels", c.pricing.coverage_default_megapixels, "cost");
+        get(cost, "default_limit", c.pricing.default_limit, "cost");
+        if (const YAML::Node w = cost["weights"]) {
+            if (!w.IsMap()) bad("cost.weights", "must be a mapping of class to weights");
+            for (const auto& kv : w) {
+                const std::string name = kv.first.as<std::string>();
+                core::ClassWeights& cw = c.pricing.model.of(class_named(name, "cost.weights"));
+                check_keys(kv.second, {"fixed", "per_row", "per_megapixel"}, "cost.weights." + name);
+                get(kv.second, "fixed", cw.fixed, "cost.weights." + name);
+                get(kv.second, "per_row", cw.per_row, "cost.weights." + name);
+                get(kv.second, "per_megapixel", cw.per_megapixel, "cost.weights." + name);
+            }
+        }
+    }
+    const std::string problem = config_problem(c);
+    if (!problem.empty()) bad(path, problem);
+    return c;
+}
+
+}  // namespace ot::gate

@@ -1,0 +1,105 @@
+#include "gate/decision.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ot::gate {
+namespace {
+
+std::string fmt_cost(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+    return buf;
+}
+
+long long ceil_at_least(double v, long long floor_value) {
+    const double c = std::ceil(v - 1e-9);
+    return c < static_cast<double>(floor_value) ? floor_value : static_cast<long long>(c);
+}
+
+Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict) {
+    Decision d;
+    const Rendered r = render_error(a.req.service, a.req.dialect, e, c.exception_status);
+    d.response = {r.status, r.content_type, r.body, {{"Cache-Control", "no-store"}}};
+    d.verdict = std::move(verdict);
+    return d;
+}
+
+}  // namespace
+
+Assessment assess(const HttpIn& in, const Config& c) {
+    Assessment a;
+    a.req = parse_request(in);
+    a.caps = apply_caps(a.req, in, c.caps);
+    a.price = price(a.req, a.caps, c.pricing);
+    return a;
+}
+
+HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s) {
+    const auto q = static_cast<long long>(std::floor(tier.budget.capacity));
+    const long long w = ceil_at_least(tier.budget.capacity / tier.budget.rate, 1);
+    const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
+    const long long t = ceil_at_least(reset_s, 0);
+    const std::string name = "\"" + tier.name + "\"";
+    return {
+        {"RateLimit-Policy", name + ";q=" + std::to_string(q) + ";w=" + std::to_string(w)},
+        {"RateLimit", name + ";r=" + std::to_string(r) + ";t=" + std::to_string(t)},
+        {"X-RateLimit-Limit", std::to_string(q)},
+        {"X-RateLimit-Remaining", std::to_string(r)},
+        {"X-RateLimit-Reset", std::to_string(t)},
+    };
+}
+
+Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
+                const std::optional<core::SpendResult>& spent, const Config& c) {
+    const OgcRequest& r = a.req;
+    Decision d;
+    if (a.caps.error && !c.shadow)
+        return refuse(a, *a.caps.error, c, a.caps.error->kind == ErrorKind::OverCap ? "cap" : "invalid");
+
+    std::string verdict = a.caps.error ? (a.caps.error->kind == ErrorKind::OverCap ? "shadow_cap" : "shadow_invalid")
+                                       : (a.caps.new_target || a.caps.new_body ? "rewritten" : "pass");
+    HeaderList rl;
+    if (spent) {
+        rl = ratelimit_headers(tier, spent->remaining, spent->reset_after_s);
+        if (spent->outcome == core::SpendOutcome::NeverFits) {
+            if (!c.shadow) {
+                OgcError e{ErrorKind::NeverFits, "InvalidParameterValue", "",
+                           "This " + std::string(op_name(r.op)) + " request costs " + fmt_cost(a.price.cost) +
+                               " units, more than the whole budget of " + fmt_cost(tier.budget.capacity) +
+                               " units of the '" + tier.name +
+                               "' tier, so it can never succeed: waiting will not help. Ask for a smaller area, "
+                               "size or count."};
+                Decision n = refuse(a, e, c, "never_fits");
+                n.response.headers.insert(n.response.headers.end(), rl.begin(), rl.end());
+                return n;
+            }
+            verdict = "shadow_never_fits";
+        } else if (spent->outcome == core::SpendOutcome::Refused) {
+            const long long retry = ceil_at_least(spent->retry_after_s, 1);
+            if (!c.shadow) {
+                OgcError e{ErrorKind::RateLimited, "NoApplicableCode", "",
+                           "Rate limit of the '" + tier.name + "' tier reached: this request costs " +
+                               fmt_cost(a.price.cost) + " units and " + fmt_cost(spent->remaining) +
+                               " are left. Retry after " + std::to_string(retry) + " s, or send fewer or smaller requests."};
+                Decision n = refuse(a, e, c, "throttled");
+                n.response.headers.insert(n.response.headers.end(), rl.begin(), rl.end());
+                n.response.headers.push_back({"Retry-After", std::to_string(retry)});
+                return n;
+            }
+            verdict = "shadow_throttled";
+        } else {
+            d.charged = a.price.cost;
+        }
+    }
+    d.forward = true;
+    d.verdict = verdict;
+    d.headers = rl;
+    // Shadow mode forwards the request exactly as sent.
+    const bool rewrite = !c.shadow;
+    d.target = rewrite && a.caps.new_target ? *a.caps.new_target : in.target;
+    if (rewrite && a.caps.new_body) d.body = a.caps.new_body;
+    return d;
+}
+
+}  // namespace ot::gate

@@ -1,0 +1,36 @@
+// Who pays: a hash of the credential header, else the client address. The
+// address comes from X-Forwarded-For only through configured trusted proxies,
+// and then it is the right-most hop that is not one of them, so a client can
+// never pick its own key by sending the header itself.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gate/config.hpp"
+#include "gate/net.hpp"
+
+namespace ot::gate {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// All values of a header joined with ", " (names compared case-insensitively).
+std::optional<std::string> header_value(const HeaderList& h, std::string_view name);
+
+// First 16 hex digits of SHA-1: stable, shareable in logs and config, and
+// computable by operators (`printf %s "$KEY" | sha1sum | cut -c1-16`).
+std::string hash_secret(std::string_view s);
+
+struct Identity {
+    std::string key;   // bucket key: "key:<hash>" or "ip:<hash>"
+    std::string hash;  // the <hash> part, safe to log
+    std::string tier;
+    IpAddr client;     // never logged raw
+};
+
+IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector<Cidr>& trusted);
+Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c);
+
+}  // namespace ot::gate

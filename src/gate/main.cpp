@@ -1,0 +1,164 @@
+// ogc-gate: command line, config (re)loading and signals.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/program_options.hpp>
+#include <csignal>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "gate/config.hpp"
+#include "gate/identity.hpp"
+#include "gate/server.hpp"
+
+namespace po = boost::program_options;
+using namespace ot::gate;
+
+namespace {
+
+// Flags given on the command line win over the config file, on every reload.
+struct Overrides {
+    po::variables_map vm;
+    Config apply(Config c) const {
+        auto has = [&](const char* k) { return vm.count(k) && !vm[k].defaulted(); };
+        if (has("listen")) c.listen = vm["listen"].as<std::string>();
+        if (has("upstream")) c.upstream = vm["upstream"].as<std::string>();
+        if (has("admin-listen")) c.admin_listen = vm["admin-listen"].as<std::string>();
+        if (has("threads")) c.threads = vm["threads"].as<int>();
+        if (has("max-pixels")) c.caps.max_pixels = vm["max-pixels"].as<long long>();
+        if (has("max-side")) c.caps.max_side = vm["max-side"].as<long long>();
+        if (has("max-features")) c.caps.max_features = vm["max-features"].as<long long>();
+        if (has("clamp-features")) c.caps.clamp_features = true;
+        if (has("shadow")) c.shadow = true;
+        if (has("exception-status")) c.exception_status = vm["exception-status"].as<int>();
+        if (has("trusted-proxy")) {
+            c.trusted_proxies.clear();
+            for (const auto& s : vm["trusted-proxy"].as<std::vector<std::string>>()) {
+                auto cidr = parse_cidr(s);
+                if (!cidr) throw std::runtime_error("--trusted-proxy: not an address or CIDR block: " + s);
+                c.trusted_proxies.push_back(*cidr);
+            }
+        }
+        for (Tier& t : c.tiers) {
+            if (t.name != c.default_tier) continue;
+            if (has("rate")) t.budget.rate = vm["rate"].as<double>();
+            if (has("burst")) t.budget.capacity = vm["burst"].as<double>();
+        }
+        const std::string p = config_problem(c);
+        if (!p.empty()) throw std::runtime_error(p);
+        return c;
+    }
+    Config build() const {
+        Config c;
+        if (vm.count("config")) c = load_config_file(vm["config"].as<std::string>(), c);
+        return apply(c);
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    po::options_description opts(
+        "ogc-gate: an OGC-aware edge in front of GeoServer/MapServer.\n"
+        "Caps pixels and features, prices requests with the shared cost model and\n"
+        "refuses over-budget clients in their own protocol (WMS/WFS/WMTS/WCS/OGC API).\n\n"
+        "Usage: ogc-gate --upstream http://127.0.0.1:8080 --listen 127.0.0.1:8000 [options]\n\n"
+        "Options (flags win over the config file)");
+    // clang-format off
+    opts.add_options()
+        ("help,h", "show this help and exit")
+        ("config,c", po::value<std::string>(), "YAML config file (tiers, cost weights, caps, trusted proxies); see doc/gate.md")
+        ("check-config", "validate the configuration and exit (0 = valid)")
+        ("listen", po::value<std::string>()->default_value("127.0.0.1:8000"), "public address HOST:PORT")
+        ("upstream", po::value<std::string>()->default_value("http://127.0.0.1:8080"), "map server URL, http://HOST:PORT[/prefix]")
+        ("admin-listen", po::value<std::string>()->default_value("127.0.0.1:8001"), "admin address for /metrics and /buckets, or 'off'")
+        ("max-pixels", po::value<long long>(), "largest WIDTH x HEIGHT for GetMap/GetFeatureInfo (default 16777216)")
+        ("max-side", po::value<long long>(), "largest WIDTH or HEIGHT (default: no per-side limit)")
+        ("max-features", po::value<long long>(), "largest WFS COUNT/MAXFEATURES and OGC API limit (default 1000)")
+        ("clamp-features", "clamp a WFS count over the cap instead of refusing it")
+        ("rate", po::value<double>(), "default tier refill, cost units per second (default 100)")
+        ("burst", po::value<double>(), "default tier capacity, cost units (default 1000)")
+        ("trusted-proxy", po::value<std::vector<std::string>>()->multitoken(), "proxy address or CIDR whose X-Forwarded-For is believed (repeatable)")
+        ("shadow", "decide, log and count, but never refuse")
+        ("exception-status", po::value<int>(), "HTTP status of OGC XML cap refusals: 200 (default, GDAL shows the text) or 400")
+        ("threads", po::value<int>(), "I/O threads (default: one per core)")
+        ("drain-timeout", po::value<double>()->default_value(10.0), "seconds to finish in-flight requests on SIGTERM")
+        ("hash-key", po::value<std::string>(), "print the identity hash of a credential header value (for tiers[].keys) and exit");
+    // clang-format on
+    Overrides ov;
+    try {
+        po::store(po::parse_command_line(argc, argv, opts), ov.vm);
+        po::notify(ov.vm);
+    } catch (const std::exception& e) {
+        std::cerr << "ogc-gate: " << e.what() << "\n(see --help)\n";
+        return 2;
+    }
+    if (ov.vm.count("help")) {
+        std::cout << opts << "\nSignals: SIGHUP reloads the config file, SIGTERM drains and exits.\n";
+        return 0;
+    }
+    if (ov.vm.count("hash-key")) {
+        std::cout << hash_secret(ov.vm["hash-key"].as<std::string>()) << "\n";
+        return 0;
+    }
+    std::shared_ptr<const Config> cfg;
+    try {
+        cfg = std::make_shared<const Config>(ov.build());
+        parse_upstream(cfg->upstream);
+        parse_listen(cfg->listen);
+        if (cfg->admin_listen != "off") parse_listen(cfg->admin_listen);
+    } catch (const std::exception& e) {
+        std::cerr << "ogc-gate: invalid configuration: " << e.what() << "\n";
+        return 1;
+    }
+    if (ov.vm.count("check-config")) {
+        std::cout << "configuration OK\n";
+        return 0;
+    }
+
+    const int threads = cfg->threads > 0 ? cfg->threads : std::max(1u, std::thread::hardware_concurrency());
+    boost::asio::io_context ioc(threads);
+    Gate gate(ioc, cfg);
+    try {
+        gate.start();
+    } catch (const std::exception& e) {
+        std::cerr << "ogc-gate: cannot listen: " << e.what() << "\n";
+        return 1;
+    }
+    std::cerr << "ogc-gate: listening on " << cfg->listen << " (admin " << cfg->admin_listen << "), upstream "
+              << cfg->upstream << (cfg->shadow ? ", shadow mode" : "") << "\n";
+
+    boost::asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
+    std::function<void()> wait_signal = [&]() {
+        signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+            if (ec) return;
+            if (sig == SIGHUP) {
+                try {
+                    auto next = std::make_shared<const Config>(ov.build());
+                    if (next->listen != cfg->listen || next->upstream != cfg->upstream || next->admin_listen != cfg->admin_listen)
+                        std::cerr << "ogc-gate: listen/upstream changes need a restart; kept the old ones\n";
+                    Config merged = *next;
+                    merged.listen = cfg->listen;
+                    merged.upstream = cfg->upstream;
+                    merged.admin_listen = cfg->admin_listen;
+                    gate.reload(std::make_shared<const Config>(merged));
+                    std::cerr << "ogc-gate: configuration reloaded\n";
+                } catch (const std::exception& e) {
+                    std::cerr << "ogc-gate: reload failed, keeping the running configuration: " << e.what() << "\n";
+                }
+                wait_signal();
+                return;
+            }
+            std::cerr << "ogc-gate: draining\n";
+            gate.drain_and_stop(ov.vm["drain-timeout"].as<double>());
+        });
+    };
+    wait_signal();
+
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
+    ioc.run();
+    for (auto& t : pool) t.join();
+    std::cerr << "ogc-gate: stopped\n";
+    return 0;
+}

@@ -1,0 +1,96 @@
+#include "gate/ogc_error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "gate/text.hpp"
+
+namespace ot::gate {
+namespace {
+
+constexpr const char* kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+
+std::string attr(const char* name, const std::string& value) {
+    if (value.empty()) return {};
+    return std::string(" ") + name + "=\"" + xml_escape(value) + "\"";
+}
+
+std::string service_exception_report(const char* version, bool namespaced, const OgcError& e) {
+    std::string b = kXmlDecl;
+    b += "<ServiceExceptionReport version=\"";
+    b += version;
+    b += "\"";
+    if (namespaced) b += " xmlns=\"http://www.opengis.net/ogc\"";
+    b += ">\n  <ServiceException" + attr("code", e.code) + attr("locator", e.locator) + ">" + xml_escape(e.text) +
+         "</ServiceException>\n</ServiceExceptionReport>\n";
+    return b;
+}
+
+std::string ows_exception_report(const char* ns, const char* version, const OgcError& e) {
+    std::string b = kXmlDecl;
+    // The ows: prefix matters: GDAL's WFS driver looks for "<ows:ExceptionReport".
+    b += "<ows:ExceptionReport xmlns:ows=\"";
+    b += ns;
+    b += "\" version=\"";
+    b += version;
+    b += "\" xml:lang=\"en\">\n  <ows:Exception" + attr("exceptionCode", e.code.empty() ? "NoApplicableCode" : e.code) +
+         attr("locator", e.locator) + ">\n    <ows:ExceptionText>" + xml_escape(e.text) +
+         "</ows:ExceptionText>\n  </ows:Exception>\n</ows:ExceptionReport>\n";
+    return b;
+}
+
+int status_for(ErrorKind k, bool xml, int size_status) {
+    switch (k) {
+        case ErrorKind::BadRequest:
+        case ErrorKind::OverCap:
+        case ErrorKind::NeverFits: return xml ? size_status : 400;
+        case ErrorKind::RateLimited: return 429;
+        case ErrorKind::UpstreamDown: return 502;
+        case ErrorKind::UpstreamTimeout: return 504;
+    }
+    return 500;
+}
+
+const char* title_for(ErrorKind k) {
+    switch (k) {
+        case ErrorKind::BadRequest: return "Bad request";
+        case ErrorKind::OverCap: return "Request too large";
+        case ErrorKind::NeverFits: return "Request larger than the whole budget";
+        case ErrorKind::RateLimited: return "Too many requests";
+        case ErrorKind::UpstreamDown: return "Upstream unavailable";
+        case ErrorKind::UpstreamTimeout: return "Upstream timed out";
+    }
+    return "Error";
+}
+
+}  // namespace
+
+Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status) {
+    switch (dialect) {
+        case Dialect::Wms111:
+            // No WMS 1.1.1 code means "too large": the code is omitted then.
+            return {status_for(e.kind, true, size_status), "application/vnd.ogc.se_xml",
+                    service_exception_report("1.1.1", false, e)};
+        case Dialect::Wms130:
+            return {status_for(e.kind, true, size_status), "text/xml", service_exception_report("1.3.0", true, e)};
+        case Dialect::Wfs100:
+            return {status_for(e.kind, true, size_status), "text/xml", service_exception_report("1.2.0", true, e)};
+        case Dialect::Wfs110:
+            return {status_for(e.kind, true, size_status), "text/xml",
+                    ows_exception_report("http://www.opengis.net/ows", "1.0.0", e)};
+        case Dialect::Ows11:
+            return {status_for(e.kind, true, size_status), "application/xml",
+                    ows_exception_report("http://www.opengis.net/ows/1.1", service == Service::Wfs ? "2.0.0" : "1.0.0", e)};
+        case Dialect::OgcApi: {
+            const int status = status_for(e.kind, false, size_status);
+            nlohmann::json j = {{"type", "about:blank"}, {"title", title_for(e.kind)}, {"status", status}, {"detail", e.text}};
+            if (!e.code.empty()) j["code"] = e.code;
+            if (!e.locator.empty()) j["parameter"] = e.locator;
+            return {status, "application/problem+json", j.dump() + "\n"};
+        }
+        case Dialect::Plain:
+            break;
+    }
+    return {status_for(e.kind, false, size_status), "text/plain; charset=utf-8", e.text + "\n"};
+}
+
+}  // namespace ot::gate

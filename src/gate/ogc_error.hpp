@@ -1,0 +1,36 @@
+// Refusals rendered in the client's own protocol, with the HTTP status chosen
+// so that the text reaches the people using GDAL and OWSLib (doc/gate.md).
+#pragma once
+#include <string>
+
+#include "gate/request.hpp"
+
+namespace ot::gate {
+
+enum class ErrorKind : std::uint8_t {
+    BadRequest,       // cannot be understood
+    OverCap,          // understood, too big for any client
+    NeverFits,        // bigger than the whole budget of the client's tier
+    RateLimited,      // budget exhausted for now
+    UpstreamDown,     // 502
+    UpstreamTimeout,  // 504
+};
+
+struct OgcError {
+    ErrorKind kind;
+    std::string code;     // OGC exceptionCode; WMS omits an empty one
+    std::string locator;  // parameter name, may be empty
+    std::string text;     // what was asked, what the limit is, what to do
+};
+
+struct Rendered {
+    int status;
+    std::string content_type;
+    std::string body;
+};
+
+// `size_status` is the configured status for BadRequest/OverCap/NeverFits in
+// OGC XML (200 or 400).
+Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status);
+
+}  // namespace ot::gate

@@ -1,0 +1,373 @@
+#include "gate/request.hpp"
+
+#include "gate/bodies.hpp"
+#include "gate/text.hpp"
+
+namespace ot::gate {
+namespace {
+
+void fail(OgcRequest& r, std::string why, std::string locator = {}, std::string code = "InvalidParameterValue") {
+    if (!r.problem.empty()) return;
+    r.problem = std::move(why);
+    r.problem_locator = std::move(locator);
+    r.problem_code = std::move(code);
+}
+
+const Param* kvp(const OgcRequest& r, std::string_view key) {
+    if (r.body_kind == BodyKind::Form)
+        if (const Param* p = r.form.find(key)) return p;
+    return r.query.find(key);
+}
+
+Service service_from_request(std::string_view op) {
+    const std::string u = to_upper(op);
+    if (u == "GETMAP" || u == "GETFEATUREINFO" || u == "GETLEGENDGRAPHIC") return Service::Wms;
+    if (u == "GETFEATURE" || u == "DESCRIBEFEATURETYPE" || u == "GETPROPERTYVALUE") return Service::Wfs;
+    if (u == "GETTILE") return Service::Wmts;
+    if (u == "GETCOVERAGE" || u == "DESCRIBECOVERAGE") return Service::Wcs;
+    return Service::Unknown;
+}
+
+Op op_from_request(Service s, std::string_view op) {
+    const std::string u = to_upper(op);
+    if (s == Service::Wms && u == "GETMAP") return Op::GetMap;
+    if (s == Service::Wms && u == "GETFEATUREINFO") return Op::GetFeatureInfo;
+    if (s == Service::Wfs && (u == "GETFEATURE" || u == "GETPROPERTYVALUE")) return Op::GetFeature;
+    if (s == Service::Wmts && u == "GETTILE") return Op::GetTile;
+    if (s == Service::Wcs && u == "GETCOVERAGE") return Op::GetCoverage;
+    return Op::Other;
+}
+
+Dialect dialect_for(Service s, std::string_view version) {
+    switch (s) {
+        case Service::Wms:
+            return (version.empty() || version == "1.3.0") ? Dialect::Wms130 : Dialect::Wms111;
+        case Service::Wfs:
+            if (version == "1.0.0" || version == "1.0") return Dialect::Wfs100;
+            if (version == "1.1.0" || version == "1.1") return Dialect::Wfs110;
+            return Dialect::Ows11;
+        case Service::Wmts:
+        case Service::Wcs:
+            return Dialect::Ows11;
+        case Service::Features:
+            return Dialect::OgcApi;
+        case Service::Tiles:
+        case Service::Unknown:
+            break;
+    }
+    return Dialect::Plain;
+}
+
+// "minx,miny,maxx,maxy[,crs]" (WMS, WFS) or 4/6 numbers (OGC API).
+bool parse_bbox(std::string_view s, BboxIn& out, bool allow_crs_suffix, bool allow_six) {
+    const auto parts = split(s, ',');
+    std::size_t n = parts.size();
+    std::string crs;
+    if (allow_crs_suffix && n == 5) {
+        crs = std::string(trim(parts[4]));
+        n = 4;
+    }
+    std::vector<double> nums;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto v = parse_double(parts[i]);
+        if (!v) return false;
+        nums.push_back(*v);
+    }
+    if (nums.size() == 6 && allow_six) nums = {nums[0], nums[1], nums[3], nums[4]};
+    if (nums.size() != 4) return false;
+    for (int i = 0; i < 4; ++i) out.v[i] = nums[i];
+    out.crs = crs;
+    return true;
+}
+
+void parse_kvp(OgcRequest& r) {
+    const Param* service = kvp(r, "SERVICE");
+    const Param* request = kvp(r, "REQUEST");
+    const Param* version = kvp(r, "VERSION");
+    if (!version) version = kvp(r, "WMTVER");
+    r.operation = request ? request->value : "";
+    r.version = version ? std::string(trim(version->value)) : "";
+    if (service) {
+        const std::string s = to_upper(trim(service->value));
+        r.service = s == "WMS" ? Service::Wms
+                  : s == "WFS" ? Service::Wfs
+                  : s == "WMTS" ? Service::Wmts
+                  : s == "WCS" ? Service::Wcs
+                               : Service::Unknown;
+    }
+    if (r.service == Service::Unknown && request) r.service = service_from_request(request->value);
+    r.dialect = dialect_for(r.service, r.version);
+    r.op = op_from_request(r.service, r.operation);
+
+    switch (r.op) {
+        case Op::GetMap:
+        case Op::GetFeatureInfo: {
+            if (const Param* p = kvp(r, "WIDTH")) r.width = p->value;
+            if (const Param* p = kvp(r, "HEIGHT")) r.height = p->value;
+            const Param* crs = kvp(r, r.dialect == Dialect::Wms130 ? "CRS" : "SRS");
+            if (const Param* b = kvp(r, "BBOX")) {
+                BboxIn box{};
+                if (!parse_bbox(b->value, box, false, false)) return fail(r, "BBOX must be four numbers", "BBOX");
+                box.crs = crs ? crs->value : "";
+                r.bbox = box;
+                r.bbox_axis_latlon = r.dialect == Dialect::Wms130 && crs_is_latlon_geographic(box.crs);
+            }
+            if (r.op == Op::GetFeatureInfo)
+                if (const Param* fc = kvp(r, "FEATURE_COUNT"))
+                    if (auto n = parse_int(fc->value); n && *n > 0) r.feature_info_count = static_cast<double>(*n);
+            break;
+        }
+        case Op::GetFeature: {
+            const bool v2 = r.dialect == Dialect::Ows11;
+            const Param* count = kvp(r, v2 ? "COUNT" : "MAXFEATURES");
+            // MapServer and GeoServer accept either spelling in any version.
+            const Param* other = kvp(r, v2 ? "MAXFEATURES" : "COUNT");
+            r.count_key = v2 ? "COUNT" : "MAXFEATURES";
+            if (count && other) return fail(r, "give only one of COUNT and MAXFEATURES", r.count_key);
+            if (!count && other) {
+                count = other;
+                r.count_key = other->key;
+            }
+            if (count) r.count = count->value;
+            if (const Param* rt = kvp(r, "RESULTTYPE")) r.hits_only = iequals(trim(rt->value), "hits");
+            if (const Param* b = kvp(r, "BBOX")) {
+                BboxIn box{};
+                if (!parse_bbox(b->value, box, true, false)) return fail(r, "BBOX must be four numbers and an optional CRS", "BBOX");
+                if (box.crs.empty())
+                    if (const Param* s = kvp(r, "SRSNAME")) box.crs = s->value;
+                r.bbox = box;
+                r.bbox_axis_latlon = r.dialect != Dialect::Wfs100 && crs_is_latlon_geographic(box.crs);
+            }
+            break;
+        }
+        case Op::GetTile: {
+            const Param* tm = kvp(r, "TILEMATRIX");
+            if (!tm) return fail(r, "TILEMATRIX is missing", "TILEMATRIX", "MissingParameterValue");
+            r.zoom = trailing_int(tm->value);
+            break;
+        }
+        case Op::GetCoverage: {
+            if (const Param* p = kvp(r, "WIDTH")) r.width = p->value;
+            if (const Param* p = kvp(r, "HEIGHT")) r.height = p->value;
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+void parse_path(OgcRequest& r) {
+    std::vector<std::string_view> segs;
+    for (auto s : split(r.path, '/'))
+        if (!s.empty()) segs.push_back(s);
+    const std::size_t n = segs.size();
+
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        if (segs[i] != "collections") continue;
+        if (i + 2 < n && segs[i + 2] == "items") {
+            r.service = Service::Features;
+            r.dialect = Dialect::OgcApi;
+            r.op = (i + 3 < n) ? Op::Item : Op::Items;
+            r.count_key = "limit";
+            if (const Param* l = r.query.find("LIMIT")) r.count = l->value;
+            if (const Param* b = r.query.find("BBOX")) {
+                BboxIn box{};
+                if (!parse_bbox(b->value, box, false, true)) return fail(r, "bbox must be four or six numbers", "bbox");
+                if (const Param* c = r.query.find("BBOX-CRS")) box.crs = c->value;
+                r.bbox = box;
+            }
+            return;
+        }
+    }
+    if (n >= 1 && segs[n - 1] == "search") {
+        r.service = Service::Features;
+        r.dialect = Dialect::OgcApi;
+        r.op = Op::Search;
+        return;
+    }
+    // XYZ (/tiles/z/x/y), WMTS REST (.../TileMatrix/TileRow/TileCol.png) and
+    // OGC API Tiles (.../tiles/{tms}/z/y/x): the zoom is third from the end.
+    bool tiled = false;
+    for (auto s : segs)
+        if (iequals(s, "tiles") || iequals(s, "wmts") || iequals(s, "tms")) tiled = true;
+    if (tiled && n >= 3) {
+        std::string_view last = segs[n - 1];
+        if (auto dot = last.find('.'); dot != std::string_view::npos) last = last.substr(0, dot);
+        if (parse_int(last) && parse_int(segs[n - 2])) {
+            const bool wmts = r.path.find("/wmts") != std::string::npos || r.path.find("/WMTS") != std::string::npos;
+            r.service = wmts ? Service::Wmts : Service::Tiles;
+            r.dialect = Dialect::Plain;
+            r.op = Op::GetTile;
+            r.zoom = trailing_int(segs[n - 3]);
+            if (!r.zoom) fail(r, "the tile matrix (zoom) must end in a number", "TileMatrix");
+        }
+    }
+}
+
+}  // namespace
+
+const char* service_name(Service s) {
+    switch (s) {
+        case Service::Wms: return "WMS";
+        case Service::Wfs: return "WFS";
+        case Service::Wmts: return "WMTS";
+        case Service::Wcs: return "WCS";
+        case Service::Features: return "OGCAPI-Features";
+        case Service::Tiles: return "tiles";
+        case Service::Unknown: break;
+    }
+    return "unknown";
+}
+
+const char* op_name(Op o) {
+    switch (o) {
+        case Op::GetMap: return "GetMap";
+        case Op::GetFeatureInfo: return "GetFeatureInfo";
+        case Op::GetFeature: return "GetFeature";
+        case Op::GetTile: return "GetTile";
+        case Op::GetCoverage: return "GetCoverage";
+        case Op::Items: return "items";
+        case Op::Item: return "item";
+        case Op::Search: return "search";
+        case Op::Other: break;
+    }
+    return "other";
+}
+
+const Param* Query::find(std::string_view upper_key) const {
+    for (const Param& p : params)
+        if (p.key == upper_key) return &p;
+    return nullptr;
+}
+
+std::optional<Query> parse_query(std::string_view raw, std::string* why) {
+    Query q;
+    q.raw = std::string(raw);
+    if (raw.empty()) return q;
+    for (std::string_view part : split(raw, '&')) {
+        if (part.empty()) continue;
+        const std::size_t eq = part.find('=');
+        auto key = percent_decode(part.substr(0, eq), true);
+        auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
+        if (!key || !value) {
+            if (why) *why = "the query string has a malformed percent-escape";
+            return std::nullopt;
+        }
+        std::string k = to_upper(trim(*key));
+        if (q.find(k)) {
+            if (why) *why = "the parameter " + k + " is given more than once";
+            return std::nullopt;
+        }
+        q.params.push_back({std::move(k), std::move(*value)});
+    }
+    return q;
+}
+
+std::string rewrite_query(const Query& q, std::string_view key, std::string_view value) {
+    std::string out;
+    bool replaced = false;
+    const std::string ukey = to_upper(key);
+    for (std::string_view part : split(q.raw, '&')) {
+        const std::size_t eq = part.find('=');
+        auto k = percent_decode(part.substr(0, eq), true);
+        if (!out.empty()) out += '&';
+        if (k && to_upper(trim(*k)) == ukey) {
+            out.append(part.substr(0, eq));
+            out += '=';
+            out.append(value);
+            replaced = true;
+        } else {
+            out.append(part);
+        }
+    }
+    if (!replaced) {
+        if (!out.empty() && out.back() != '&') out += '&';
+        out.append(key);
+        out += '=';
+        out.append(value);
+    }
+    return out;
+}
+
+std::optional<std::int64_t> trailing_int(std::string_view s) {
+    std::size_t i = s.size();
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+    if (i == s.size() || s.size() - i > 18) return std::nullopt;
+    return parse_int(s.substr(i));
+}
+
+bool crs_is_latlon_geographic(std::string_view crs) {
+    const std::string u = to_upper(trim(crs));
+    return u == "EPSG:4326" || u == "EPSG:4258" || u == "EPSG:4269" || u == "URN:OGC:DEF:CRS:EPSG::4326" ||
+           u == "URN:OGC:DEF:CRS:EPSG:6.6:4326" || u == "HTTP://WWW.OPENGIS.NET/DEF/CRS/EPSG/0/4326";
+}
+
+bool crs_is_degrees(std::string_view crs) {
+    const std::string u = to_upper(trim(crs));
+    return crs_is_latlon_geographic(crs) || u == "CRS:84" || u == "URN:OGC:DEF:CRS:OGC:1.3:CRS84" ||
+           u == "HTTP://WWW.OPENGIS.NET/DEF/CRS/OGC/1.3/CRS84" || u == "EPSG:4326:LONLAT";
+}
+
+bool crs_is_metres(std::string_view crs) {
+    const std::string u = to_upper(trim(crs));
+    return u == "EPSG:3857" || u == "EPSG:900913" || u == "EPSG:3395" || u == "EPSG:102100" ||
+           u == "URN:OGC:DEF:CRS:EPSG::3857" || u == "HTTP://WWW.OPENGIS.NET/DEF/CRS/EPSG/0/3857";
+}
+
+OgcRequest parse_request(const HttpIn& in) {
+    OgcRequest r;
+    const std::string_view target = in.target;
+    const std::size_t qm = target.find('?');
+    auto path = percent_decode(target.substr(0, qm), false);
+    if (!path) {
+        fail(r, "the path has a malformed percent-escape");
+        return r;
+    }
+    r.path = std::move(*path);
+    std::string why;
+    auto q = parse_query(qm == std::string_view::npos ? std::string_view{} : target.substr(qm + 1), &why);
+    if (!q) {
+        fail(r, why);
+        return r;
+    }
+    r.query = std::move(*q);
+
+    if (in.method == "POST" || in.method == "PUT") {
+        const std::string_view body = trim(in.body);
+        const std::string ct = to_lower(in.content_type);
+        if (ct.rfind("application/x-www-form-urlencoded", 0) == 0) {
+            auto f = parse_query(in.body, &why);
+            if (!f) {
+                fail(r, why);
+                return r;
+            }
+            r.form = std::move(*f);
+            r.body_kind = BodyKind::Form;
+        } else if (!body.empty() && body.front() == '<') {
+            // Sniffed, not trusted from Content-Type: the upstream sniffs too.
+            r.body_kind = BodyKind::WfsXml;
+            read_xml_body(in.body, r);
+            return r;
+        } else if (!body.empty() && body.front() == '{') {
+            r.body_kind = BodyKind::SearchJson;
+            read_json_body(in.body, r);
+            if (r.service == Service::Unknown) {
+                r.service = Service::Features;
+                r.dialect = Dialect::OgcApi;
+                r.op = Op::Search;
+            }
+            return r;
+        } else if (!body.empty()) {
+            r.body_kind = BodyKind::Opaque;
+        }
+    }
+
+    const bool has_kvp = kvp(r, "SERVICE") || kvp(r, "REQUEST");
+    if (has_kvp)
+        parse_kvp(r);
+    else
+        parse_path(r);
+    return r;
+}
+
+}  // namespace ot::gate

@@ -1,0 +1,91 @@
+// The OGC request model: what a raw HTTP request asks for, in the terms the
+// caps and the cost model need (service, operation, version, size, count,
+// bbox, zoom). Parsing is pure and total: malformed input yields a request
+// with `problem` set, never an exception.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ot::gate {
+
+enum class Service : std::uint8_t { Unknown, Wms, Wfs, Wmts, Wcs, Features, Tiles };
+
+// Which exception format the client understands.
+enum class Dialect : std::uint8_t { Plain, Wms111, Wms130, Wfs100, Wfs110, Ows11, OgcApi };
+
+enum class Op : std::uint8_t { Other, GetMap, GetFeatureInfo, GetFeature, GetTile, GetCoverage, Items, Item, Search };
+
+const char* service_name(Service s);
+const char* op_name(Op o);
+
+struct Param {
+    std::string key;    // upper-cased, decoded
+    std::string value;  // decoded
+};
+
+// Decoded key=value pairs plus the raw text they came from (for rewriting).
+struct Query {
+    std::string raw;
+    std::vector<Param> params;
+    const Param* find(std::string_view upper_key) const;
+};
+
+// Parses "a=b&c=d"; nullopt (with why) on bad percent-encoding or a repeated
+// key: the gate and the upstream must never read different values.
+std::optional<Query> parse_query(std::string_view raw, std::string* why);
+
+// Replaces the value of `key` (case-insensitive) or appends key=value.
+std::string rewrite_query(const Query& q, std::string_view key, std::string_view value);
+
+struct HttpIn {
+    std::string method;  // upper case as sent
+    std::string target;  // origin-form path?query
+    std::string content_type;
+    std::string body;
+};
+
+struct BboxIn {
+    double v[4];
+    std::string crs;  // as sent (may be empty)
+};
+
+enum class BodyKind : std::uint8_t { None, Form, WfsXml, SearchJson, Opaque };
+
+struct OgcRequest {
+    Service service = Service::Unknown;
+    Dialect dialect = Dialect::Plain;
+    Op op = Op::Other;
+    std::string version;
+    std::string operation;  // REQUEST as sent (for messages)
+    std::string path;
+    Query query;        // from the target
+    BodyKind body_kind = BodyKind::None;
+    Query form;         // when body_kind == Form
+
+    std::optional<std::string> width, height;  // raw values; the caps judge them
+    std::optional<std::string> count;          // raw requested feature count
+    std::string count_key;                     // where it came from / goes (COUNT, MAXFEATURES, limit, count, maxFeatures)
+    std::optional<BboxIn> bbox;
+    bool bbox_axis_latlon = false;             // first axis is latitude
+    std::optional<std::int64_t> zoom;
+    bool hits_only = false;                    // RESULTTYPE=hits
+    double feature_info_count = 1;
+
+    std::string problem;  // non-empty: the request cannot be understood
+    std::string problem_code = "InvalidParameterValue";
+    std::string problem_locator;
+};
+
+OgcRequest parse_request(const HttpIn& in);
+
+// Exposed for tests.
+std::optional<std::int64_t> trailing_int(std::string_view s);
+bool crs_is_latlon_geographic(std::string_view crs);
+bool crs_is_degrees(std::string_view crs);
+bool crs_is_metres(std::string_view crs);
+
+}  // namespace ot::gate

@@ -1,0 +1,57 @@
+// The I/O shell around the pure decision: accepts connections (public and
+// admin listeners), reads requests with header/body/idle limits, asks
+// assess → buckets → decide, forwards to the upstream, writes one JSON log
+// line per request. Beast, one io_context run by N threads.
+#pragma once
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gate/buckets.hpp"
+#include "gate/config.hpp"
+#include "gate/metrics.hpp"
+
+namespace ot::gate {
+
+struct Upstream {
+    std::string host;
+    std::string port;
+    std::string prefix;  // path prefix, "" for none
+};
+// "http://host:port[/prefix]"; throws std::runtime_error.
+Upstream parse_upstream(const std::string& url);
+boost::asio::ip::tcp::endpoint parse_listen(const std::string& hostport);
+
+class Gate {
+public:
+    Gate(boost::asio::io_context& ioc, std::shared_ptr<const Config> cfg);
+    void start();                                    // binds both listeners; throws on failure
+    void reload(std::shared_ptr<const Config> cfg);  // keeps listeners and connections
+    void drain_and_stop(double timeout_s);           // SIGTERM
+
+    // Used by sessions.
+    std::shared_ptr<const Config> config() const { return std::atomic_load(&cfg_); }
+    boost::asio::io_context& ioc() { return ioc_; }
+    BucketTable& buckets() { return buckets_; }
+    Metrics& metrics() { return metrics_; }
+    const Upstream& upstream() const { return upstream_; }
+    void log_line(const std::string& line);
+    bool draining() const { return draining_; }
+    std::atomic<int> inflight{0};
+
+private:
+    void accept(boost::asio::ip::tcp::acceptor& a, bool admin);
+    boost::asio::io_context& ioc_;
+    std::shared_ptr<const Config> cfg_;
+    Upstream upstream_;
+    BucketTable buckets_;
+    Metrics metrics_;
+    boost::asio::ip::tcp::acceptor public_, admin_;
+    std::mutex log_mu_;
+    std::atomic<bool> draining_{false};
+};
+
+}  // namespace ot::gate

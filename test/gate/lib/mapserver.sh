@@ -1,0 +1,121 @@
+# Starts MapServer (cgi-mapserver as FastCGI under lighttpd) on loopback,
+# serving a generated point layer "pts" as WMS and WFS. Sourced by tests and
+# by scripts/gate-demo.sh.
+#   ms_start DIR PORT [NPOINTS] [PUBLIC_URL]
+#       -> MapServer at http://127.0.0.1:PORT/ (pid in DIR/lighttpd.pid).
+#       PUBLIC_URL (the gate) is advertised in capabilities: clients such as
+#       OWSLib follow those URLs, and must not be led around the gate.
+#   ms_stop DIR
+# Everything lives under DIR. lighttpd and mapserv run as the calling user
+# (root in CI), so the files need no special permissions.
+
+ms_write_data() {  # file npoints: a deterministic grid of points over Europe
+  awk -v n="$2" 'BEGIN {
+    printf "{\"type\":\"FeatureCollection\",\"features\":["
+    for (i = 0; i < n; i++) {
+      x = -10 + (i % 50) * 0.8; y = 35 + int(i / 50) * 0.5
+      printf "%s{\"type\":\"Feature\",\"properties\":{\"id\":%d,\"name\":\"p%d\"},", (i ? "," : ""), i, i
+      printf "\"geometry\":{\"type\":\"Point\",\"coordinates\":[%.3f,%.3f]}}", x, y
+    }
+    print "]}"
+  }' >"$1"
+}
+
+ms_write_map() {  # dir public_url
+  cat >"$1/demo.map" <<EOM
+MAP
+  NAME "demo"
+  EXTENT -180 -90 180 90
+  SIZE 256 256
+  MAXSIZE 8192
+  UNITS DD
+  PROJECTION "init=epsg:4326" END
+  IMAGETYPE png
+  WEB
+    METADATA
+      "ows_title" "ogc_throttle demo"
+      "ows_onlineresource" "$2"
+      "ows_srs" "EPSG:4326 EPSG:3857"
+      "ows_enable_request" "*"
+      "wms_feature_info_mime_type" "text/html"
+      "wfs_getfeature_formatlist" "gml,geojson"
+    END
+  END
+  OUTPUTFORMAT
+    NAME "geojson"
+    DRIVER "OGR/GEOJSON"
+    MIMETYPE "application/json; subtype=geojson"
+    FORMATOPTION "STORAGE=stream"
+    FORMATOPTION "FORM=SIMPLE"
+  END
+  LAYER
+    NAME "pts"
+    TYPE POINT
+    STATUS ON
+    CONNECTIONTYPE OGR
+    CONNECTION "$1/pts.geojson"
+    DATA "pts"
+    PROJECTION "init=epsg:4326" END
+    METADATA
+      "ows_title" "points"
+      "gml_include_items" "all"
+      "gml_featureid" "id"
+      "wfs_enable_request" "*"
+      "wms_include_items" "all"
+    END
+    TEMPLATE "void"
+    CLASS
+      STYLE SIZE 6 COLOR 200 30 30 SYMBOL 0 END
+    END
+  END
+END
+EOM
+  cat >"$1/mapserver.conf" <<CONF
+CONFIG
+  ENV
+    MS_MAPFILE "$1/demo.map"
+    MS_ERRORFILE "$1/run/mapserver.log"
+  END
+END
+CONF
+}
+
+ms_start() {
+  local dir=$1 port=$2 n=${3:-500} public=${4:-http://127.0.0.1:$2/}
+  mkdir -p "$dir/www" "$dir/run"
+  ms_write_data "$dir/pts.geojson" "$n"
+  ms_write_map "$dir" "$public"
+    cat >"$dir/lighttpd.conf" <<CONF
+server.document-root = "$dir/www"
+server.bind = "127.0.0.1"
+server.port = $port
+server.pid-file = "$dir/lighttpd.pid"
+server.errorlog = "$dir/run/lighttpd.err"
+server.modules += ("mod_fastcgi")
+fastcgi.server = ("/" => ((
+  "socket" => "$dir/run/mapserv.sock",
+  "bin-path" => "/usr/lib/cgi-bin/mapserv",
+  "bin-environment" => ("MAPSERVER_CONFIG_FILE" => "$dir/mapserver.conf"),
+  "check-local" => "disable",
+  "max-procs" => 2
+)))
+CONF
+  lighttpd -f "$dir/lighttpd.conf" || return 1
+  local i
+  for i in $(seq 1 50); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/?SERVICE=WMS&REQUEST=GetCapabilities" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "MapServer did not come up; see $dir/run/lighttpd.err" >&2
+  return 1
+}
+
+ms_stop() {
+  local dir=$1 pid kids
+  [ -f "$dir/lighttpd.pid" ] || return 0
+  pid=$(cat "$dir/lighttpd.pid")
+  # lighttpd leaves its FastCGI children behind: stop them by pid too.
+  kids=$(pgrep -P "$pid" 2>/dev/null)
+  kill "$pid" $kids 2>/dev/null
+  rm -f "$dir/lighttpd.pid"
+}
