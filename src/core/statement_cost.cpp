@@ -37,6 +37,21 @@ double price_one(const CostModel& m, const PricedCall& c, StatementFacts f) noex
     return m.cost_max;
 }
 
+// A tile's envelope with and without a margin, or its clip box and its
+// envelope: one tile, whose search the envelopes only frame.
+bool same_tile(const Box& a, const Box& b) noexcept {
+    if (a.srid != b.srid) return false;
+    const double cx = (b.xmin + b.xmax) / 2, cy = (b.ymin + b.ymax) / 2;
+    const double ax = (a.xmin + a.xmax) / 2, ay = (a.ymin + a.ymax) / 2;
+    return (a.xmin <= cx && cx <= a.xmax && a.ymin <= cy && cy <= a.ymax) ||
+           (b.xmin <= ax && ax <= b.xmax && b.ymin <= ay && ay <= b.ymax);
+}
+
+bool merges(const PricedCall& first, const PricedCall& c) noexcept {
+    if (first.kind == CallKind::Tile && c.kind == CallKind::Tile) return same_tile(first.box, c.box);
+    return same_box(first.box, c.box);
+}
+
 }  // namespace
 
 bool same_box(const Box& a, const Box& b) noexcept {
@@ -52,14 +67,14 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
         c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
         c.cost = c.folded_into_tile ? 0.0 : price_one(m, c, facts);
     }
-    // Same box twice: keep the dearer appearance, zero the other.
+    // Same box (or same tile) twice: keep the dearer appearance, zero the other.
     for (std::size_t i = 0; i < n; i++) {
         PricedCall& c = calls[i];
         if (c.folded_into_tile || !c.has_box || !c.known) continue;
         for (std::size_t j = 0; j < i; j++) {
             PricedCall& first = calls[j];
             if (first.folded_into_tile || !first.has_box || !first.known || first.same_as >= 0) continue;
-            if (!same_box(first.box, c.box)) continue;
+            if (!merges(first, c)) continue;
             if (c.cost > first.cost) {
                 first.cost = c.cost;
             }

@@ -5,9 +5,10 @@
 //     area, a tile by its zoom (or bounds); rows are capped by the statement's
 //     LIMIT, or for tile statements without one by tile_max_rows.
 //  2. A call whose arguments cannot be known before execution costs cost_max.
-//  3. Calls with the same box (the clip box and the && filter of a tile, the
-//     index condition ST_DWithin derives) are charged once, at the highest
-//     price among them.
+//  3. Calls with the same box (an envelope used twice, the index condition
+//     ST_DWithin derives) are charged once, at the highest price among them;
+//     so are tile terms framing the same tile (clip box, envelope with and
+//     without margin: one contains the other's centre).
 //  4. In a statement that builds tiles, bbox filters are the tile's own filter
 //     and are not charged besides the tile.
 //  5. The statement pays the sum, clamped at cost_max; no priced call, no charge.
