@@ -131,7 +131,7 @@ std::optional<std::string> rewrite_json_limit(std::string_view body, long long v
     nlohmann::json j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return std::nullopt;
     j["limit"] = value;
-    return j.dump();
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace ot::gate

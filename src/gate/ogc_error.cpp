@@ -85,7 +85,8 @@ Rendered render_error(Service service, Dialect dialect, const OgcError& e, int s
             nlohmann::json j = {{"type", "about:blank"}, {"title", title_for(e.kind)}, {"status", status}, {"detail", e.text}};
             if (!e.code.empty()) j["code"] = e.code;
             if (!e.locator.empty()) j["parameter"] = e.locator;
-            return {status, "application/problem+json", j.dump() + "\n"};
+            // Client text may be any bytes: invalid UTF-8 is replaced, never thrown.
+            return {status, "application/problem+json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
         }
         case Dialect::Plain:
             break;

@@ -109,8 +109,15 @@ private:
         keep_alive_ = req_.keep_alive() && !gate_.draining();
         auto incoming = req_["X-Request-Id"];
         request_id_ = valid_request_id(std::string_view(incoming.data(), incoming.size())) ? std::string(incoming) : mint_request_id();
-        if (admin_) return admin();
-        handle();
+        // Nothing a client sends may take the process down: a bug in a
+        // parser costs that one request a 500, not every connection.
+        try {
+            if (admin_) return admin();
+            handle();
+        } catch (const std::exception& e) {
+            upstream_error_ = std::string("internal: ") + e.what();
+            plain(500, "internal error", "error");
+        }
     }
 
     HeaderList headers_of(const http::request<http::string_body>& r) {

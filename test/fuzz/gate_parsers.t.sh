@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target for the gate's request parsers (clang,
+# ASan+UBSan) and runs it for a bounded time (FUZZ_SECONDS, default 30).
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/test/lib/tap.sh"
+cd "$root" || exit 1
+secs=${FUZZ_SECONDS:-30}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if make -s build/fuzz/gate_parsers >"$work/build.log" 2>&1; then ok "fuzz target builds (clang, -fsanitize=fuzzer,address,undefined)"
+else not_ok "fuzz target builds"; tail -20 "$work/build.log"; tap_exit; fi
+
+# Seeds: one of each request shape the parsers know.
+mkdir -p "$work/corpus"
+i=0
+for s in \
+  '?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&WIDTH=256&HEIGHT=256&CRS=EPSG:4326&BBOX=0,0,1,1' \
+  '?service=wfs&request=GetFeature&version=2.0.0&count=10&bbox=1,2,3,4,urn:ogc:def:crs:EPSG::4326' \
+  '?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=EPSG:3857:5' \
+  'tiles/3/1/2.png' 'collections/a/items?limit=5000&bbox=1,2,3,4' \
+  '?SERVICE=WCS&REQUEST=GetCoverage&WIDTH=10&HEIGHT=%32'; do
+  printf '\0%s' "$s" >"$work/corpus/seed$i"; i=$((i + 1))
+done
+printf '\001\n<GetFeature service="WFS" version="1.1.0" maxFeatures="5"><Query/></GetFeature>' >"$work/corpus/xml"
+printf '\003search\n{"limit": 100, "bbox": [0,0,1,1]}' >"$work/corpus/json"
+
+build/fuzz/gate_parsers -artifact_prefix="$work/" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=1024 \
+  -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1
+rc=$?
+runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$work/fuzz.log")
+if [ "$rc" = 0 ]; then ok "fuzzed the request parsers for ${secs}s without a crash (${runs:-?} runs)"
+else not_ok "fuzzer found a crash (rc $rc)"; grep -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x" "$work/fuzz.log" | head -30; for f in "$work"/crash-*; do [ -e "$f" ] && od -c "$f" | head -5; done; fi
+check "fuzzer actually executed inputs" [ "${runs:-0}" -gt 1000 ]
+tap_exit

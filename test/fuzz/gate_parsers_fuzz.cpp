@@ -1,0 +1,37 @@
+// libFuzzer target: arbitrary bytes through the gate's request parsers, caps,
+// pricing and exception rendering. The first byte picks the method and
+// content type; the rest splits at the first newline into target and body.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "gate/decision.hpp"
+#include "gate/identity.hpp"
+#include "gate/text.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    static const ot::gate::Config config;
+    const std::uint8_t sel = data[0];
+    const std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
+    const std::size_t nl = rest.find('\n');
+    ot::gate::HttpIn in;
+    in.method = (sel & 1) ? "POST" : "GET";
+    static const char* types[] = {"text/xml", "application/json", "application/x-www-form-urlencoded", ""};
+    in.content_type = types[(sel >> 1) & 3];
+    in.target = "/" + rest.substr(0, nl);
+    if (nl != std::string::npos) in.body = rest.substr(nl + 1);
+
+    const ot::gate::Assessment a = ot::gate::assess(in, config);
+    const ot::core::SpendResult spent{static_cast<ot::core::SpendOutcome>((sel >> 3) % 3), 0, 1, 1.5, 2};
+    const ot::gate::Decision d = ot::gate::decide(in, a, config.tiers[0], spent, config);
+    if (!d.forward && d.response.body.empty()) __builtin_trap();
+    if (a.price.cost < 0 || a.price.cost != a.price.cost) __builtin_trap();
+
+    (void)ot::gate::percent_decode(rest, sel & 16);
+    (void)ot::gate::parse_double(rest);
+    (void)ot::gate::parse_cidr(rest);
+    (void)ot::gate::client_address({{"X-Forwarded-For", rest}}, *ot::gate::parse_ip("10.0.0.1"),
+                                   {*ot::gate::parse_cidr("10.0.0.0/8")});
+    return 0;
+}
