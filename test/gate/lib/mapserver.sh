@@ -35,6 +35,8 @@ MAP
     METADATA
       "ows_title" "ogc_throttle demo"
       "ows_onlineresource" "$2"
+      "ows_abstract" "Generated points for ogc_throttle tests"
+      "ows_keywordlist" "demo,points"
       "ows_srs" "EPSG:4326 EPSG:3857"
       "ows_enable_request" "*"
       "wms_feature_info_mime_type" "text/html"
@@ -83,6 +85,7 @@ CONF
 ms_start() {
   local dir=$1 port=$2 n=${3:-500} public=${4:-http://127.0.0.1:$2/}
   mkdir -p "$dir/www" "$dir/run"
+  dir=$(cd "$dir" && pwd)  # lighttpd chdirs to / when it daemonizes
   ms_write_data "$dir/pts.geojson" "$n"
   ms_write_map "$dir" "$public"
     cat >"$dir/lighttpd.conf" <<CONF

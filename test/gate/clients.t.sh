@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Each cap as the users of real clients see it: gdal_translate (WMS),
+# ogrinfo (WFS) and OWSLib (/usr/bin/python3; WMS 1.1.1/1.3.0, WFS
+# 1.0/1.1/2.0) against MapServer behind the gate. The reason must reach the
+# user, not just "HTTP error 4xx".
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/test/lib/tap.sh"
+. "$root/test/gate/lib/mapserver.sh"
+. "$root/test/gate/lib/gate.sh"
+MS=18200 GATE=18201 ADMIN=18202 GATE400=18203 ADMIN400=18204
+tmp=$(mktemp -d)
+cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g400"; ms_stop "$tmp/ms"; rm -rf "$tmp"; }
+trap cleanup EXIT
+export GDAL_HTTP_TIMEOUT=20 CPL_CURL_VERBOSE=NO GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR
+
+[ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
+ms_start "$tmp/ms" "$MS" 500 "http://127.0.0.1:$GATE/" || { not_ok "MapServer starts"; tap_exit; }
+caps=(--burst 1000000 --rate 100000 --max-pixels 500000 --max-features 100)
+gate_start "$tmp/g" "$GATE" "$ADMIN" "http://127.0.0.1:$MS" "${caps[@]}" || { not_ok "gate starts"; tap_exit; }
+gate_start "$tmp/g400" "$GATE400" "$ADMIN400" "http://127.0.0.1:$MS" "${caps[@]}" --exception-status 400 \
+  || { not_ok "gate (400) starts"; tap_exit; }
+cd "$tmp" || exit 1
+PIXELS_REASON='this service allows at most 500000 pixels'
+FEATURES_REASON='this service returns at most 100 features'
+
+# --- GDAL, WMS ---------------------------------------------------------------
+wms_xml() {  # version port block -> GDAL WMS service description
+  local crs=SRS; [ "$1" = 1.3.0 ] && crs=CRS
+  cat <<XML
+<GDAL_WMS><Service name="WMS"><Version>$1</Version><ServerUrl>http://127.0.0.1:$2/?</ServerUrl>
+<Layers>pts</Layers><$crs>EPSG:4326</$crs><ImageFormat>image/png</ImageFormat></Service>
+<DataWindow><UpperLeftX>-10</UpperLeftX><UpperLeftY>45</UpperLeftY><LowerRightX>30</LowerRightX><LowerRightY>35</LowerRightY>
+<SizeX>2048</SizeX><SizeY>512</SizeY></DataWindow><BlockSizeX>$3</BlockSizeX><BlockSizeY>$3</BlockSizeY>
+<BandsCount>3</BandsCount></GDAL_WMS>
+XML
+}
+for v in 1.1.1 1.3.0; do
+  wms_xml "$v" "$GATE" 1024 >"wms-$v-big.xml"
+  gdal_translate -q -of PNG "wms-$v-big.xml" "big-$v.png" >"gdal-$v.out" 2>&1
+  check "gdal_translate WMS $v: 1024x1024 blocks over the pixel cap show the reason" grep -q "$PIXELS_REASON" "gdal-$v.out"
+  wms_xml "$v" "$GATE" 512 >"wms-$v-ok.xml"
+  if gdal_translate -q -of PNG "wms-$v-ok.xml" "ok-$v.png" >"gdal-ok-$v.out" 2>&1 && [ -s "ok-$v.png" ]; then
+    ok "gdal_translate WMS $v: 512x512 blocks under the cap succeed"
+  else not_ok "gdal_translate WMS $v under the cap"; head -5 "gdal-ok-$v.out"; fi
+done
+# Why 200: with status 400 GDAL hides the text.
+wms_xml 1.3.0 "$GATE400" 1024 >wms-400.xml
+gdal_translate -q -of PNG wms-400.xml big-400.png >gdal-400.out 2>&1
+# Seen with GDAL 3.6: on 400 the WMS driver does not parse the report; it
+# dumps the raw XML as a download failure. On 200 it prints the message.
+check "(why 200) gdal_translate parses the exception on 200" grep -q "The server returned exception code 'InvalidParameterValue': GetMap asked" gdal-1.3.0.out
+check "(why 200) with HTTP 400, gdal_translate reports a failed download, not the exception" \
+  bash -c "grep -q 'HTTP status code: 400' gdal-400.out && ! grep -q 'The server returned exception code' gdal-400.out"
+
+# --- GDAL, WFS ---------------------------------------------------------------
+OGR_WFS_PAGE_SIZE=500 ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE/?SERVICE=WFS&VERSION=2.0.0" pts >ogr-big.out 2>&1
+check "ogrinfo WFS 2.0 paging with 500 per page: the count cap reason is shown" grep -q "$FEATURES_REASON" ogr-big.out
+n=$(ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE/?SERVICE=WFS&VERSION=2.0.0" pts 2>ogr-ok.err | grep -c '^OGRFeature(')
+check_eq "ogrinfo WFS 2.0 default paging (100) reads all 500 features through the gate" 500 "$n"
+n=$(OGR_WFS_PAGING_ALLOWED=OFF ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE/?SERVICE=WFS&VERSION=1.1.0" pts 2>/dev/null | grep -c '^OGRFeature(')
+check_eq "ogrinfo WFS 1.1 without paging: unbounded GetFeature capped at 100 features" 100 "$n"
+OGR_WFS_PAGE_SIZE=500 ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE400/?SERVICE=WFS&VERSION=2.0.0" pts >ogr-400.out 2>&1
+check "(why 200) with HTTP 400, ogrinfo shows only the status, not the reason" \
+  bash -c "grep -q '400' ogr-400.out && ! grep -q '$FEATURES_REASON' ogr-400.out"
+
+# --- OWSLib ------------------------------------------------------------------
+owslib() {  # port -> one line per case: "<case> <outcome>: <message>"
+  /usr/bin/python3 - "$1" <<'PY'
+import sys
+from owslib.wms import WebMapService
+from owslib.wfs import WebFeatureService
+from owslib.util import ServiceException
+u = 'http://127.0.0.1:%s/' % sys.argv[1]
+def run(name, f):
+    try:
+        f(); print(name, 'ok')
+    except ServiceException as e:
+        print(name, 'ServiceException:', ' '.join(str(e).split()))
+    except Exception as e:
+        print(name, type(e).__name__ + ':', ' '.join(str(e).split())[:200])
+for v in ('1.1.1', '1.3.0'):
+    w = WebMapService(u, version=v)
+    run('wms-%s-big' % v, lambda: w.getmap(layers=['pts'], srs='EPSG:4326', bbox=(-10, 35, 30, 45),
+                                           size=(1000, 1000), format='image/png').read())
+    def small():
+        img = w.getmap(layers=['pts'], srs='EPSG:4326', bbox=(-10, 35, 30, 45), size=(256, 256), format='image/png').read()
+        assert img[:4] == b'\x89PNG', img[:100]
+    run('wms-%s-small' % v, small)
+for v in ('1.0.0', '1.1.0', '2.0.0'):
+    f = WebFeatureService(u, version=v)
+    run('wfs-%s-big' % v, lambda: f.getfeature(typename=['pts'], maxfeatures=5000).read())
+    def small():
+        b = f.getfeature(typename=['pts'], maxfeatures=7).read()
+        assert b.count(b'<ms:pts') == 7, b[:300]
+    run('wfs-%s-small' % v, small)
+PY
+}
+owslib "$GATE" >owslib.out 2>&1
+for v in 1.1.1 1.3.0; do
+  check "OWSLib WMS $v: pixel cap raises ServiceException with the reason" grep -q "^wms-$v-big ServiceException: .*$PIXELS_REASON" owslib.out
+  check "OWSLib WMS $v: a small GetMap returns a PNG" grep -q "^wms-$v-small ok" owslib.out
+done
+for v in 1.0.0 1.1.0 2.0.0; do
+  check "OWSLib WFS $v: feature cap raises ServiceException with the reason" grep -q "^wfs-$v-big ServiceException: .*$FEATURES_REASON" owslib.out
+  check "OWSLib WFS $v: 7 features pass" grep -q "^wfs-$v-small ok" owslib.out
+done
+owslib "$GATE400" >owslib-400.out 2>&1
+check "(400 also works for OWSLib) WMS 1.3.0 reason in the ServiceException" grep -q "^wms-1.3.0-big ServiceException: .*$PIXELS_REASON" owslib-400.out
+[ "$TAP_FAILED" = 0 ] || { echo "--- owslib.out"; cat owslib.out; echo "--- gdal"; head -3 gdal-*.out ogr-*.out; }
+tap_exit
