@@ -42,7 +42,7 @@ core-purity:
 # Unit tests (GoogleTest) for the core.
 UNIT_SRCS := $(wildcard test/unit/*.cpp)
 test/unit/run_unit: $(UNIT_SRCS) $(CORE_OBJS)
-	$(CXX) $(CORE_CXXFLAGS) -o $@ $(UNIT_SRCS) $(CORE_OBJS) -lgtest -lgtest_main -pthread
+	$(CXX) $(CORE_CXXFLAGS) -o $@ $(UNIT_SRCS) $(CORE_OBJS) -lgtest_main -lgtest -pthread
 
 .PHONY: unit
 unit: test/unit/run_unit

@@ -46,7 +46,7 @@ COMMENT ON FUNCTION throttle_reset_all() IS 'Forget every bucket; returns how ma
 
 CREATE FUNCTION throttle_stats_reset() RETURNS void
     AS 'MODULE_PATHNAME', 'throttle_stats_reset' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION throttle_stats_reset() IS 'Zero the counters of throttle_stats.';
+COMMENT ON FUNCTION throttle_stats_reset() IS 'Zero the counters of throttle_stats and forget throttle_identity_stats.';
 
 CREATE FUNCTION throttle_buckets_all(
         OUT identity text, OUT tokens float8, OUT capacity float8, OUT rate float8,
@@ -60,6 +60,16 @@ CREATE FUNCTION throttle_stats_row(
         OUT statements_priced bigint, OUT statements_delayed bigint, OUT delay_seconds float8,
         OUT shadow_refusals bigint, OUT stats_reset timestamptz)
     AS 'MODULE_PATHNAME', 'throttle_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE FUNCTION throttle_identity_stats_all(
+        OUT identity text, OUT statements bigint, OUT refused bigint, OUT delayed bigint,
+        OUT delay_seconds float8, OUT cost_charged float8, OUT last_statement timestamptz)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_identity_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW throttle_identity_stats AS SELECT * FROM throttle_identity_stats_all();
+COMMENT ON VIEW throttle_identity_stats IS
+    'Per identity, statements the pricing hook priced, refused (or in log mode would have), delayed, time delayed and cost charged.';
 
 CREATE VIEW throttle_buckets AS SELECT * FROM throttle_buckets_all();
 COMMENT ON VIEW throttle_buckets IS
@@ -166,9 +176,10 @@ REVOKE ALL ON FUNCTION throttle_reset_all() FROM PUBLIC;
 REVOKE ALL ON FUNCTION throttle_stats_reset() FROM PUBLIC;
 REVOKE ALL ON FUNCTION throttle_buckets_all() FROM PUBLIC;
 REVOKE ALL ON FUNCTION throttle_stats_row() FROM PUBLIC;
-REVOKE ALL ON throttle_buckets, throttle_stats FROM PUBLIC;
+REVOKE ALL ON FUNCTION throttle_identity_stats_all() FROM PUBLIC;
+REVOKE ALL ON throttle_buckets, throttle_stats, throttle_identity_stats FROM PUBLIC;
 
 -- Functions in a view run with the caller's EXECUTE privilege, hence both grants.
-GRANT SELECT ON throttle_buckets, throttle_stats TO pg_monitor;
-GRANT EXECUTE ON FUNCTION throttle_buckets_all(), throttle_stats_row() TO pg_monitor;
+GRANT SELECT ON throttle_buckets, throttle_stats, throttle_identity_stats TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_buckets_all(), throttle_stats_row(), throttle_identity_stats_all() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION throttle_peek(text) TO pg_monitor;

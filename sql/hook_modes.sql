@@ -47,6 +47,7 @@ PREPARE martin(int8, int8, int8) AS
 SELECT charged_by('EXECUTE martin(12, 2104, 1388)') AS martin_z12;
 RESET plan_cache_mode;
 
+SELECT throttle_reset(current_user);
 -- A PL/pgSQL function layer (pg_tileserv/martin "function source"): the SQL
 -- inside is priced with the function's arguments.
 CREATE FUNCTION pts_tile(z integer, x integer, y integer) RETURNS bytea LANGUAGE plpgsql STABLE AS $$
@@ -63,6 +64,7 @@ CREATE FUNCTION pts_near(r float8) RETURNS SETOF integer LANGUAGE sql STRICT AS
   $$ SELECT id FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, r) $$;
 SELECT charged_by('SELECT count(*) FROM pts_near(0.05)') AS sql_function;
 
+SELECT throttle_reset(current_user);
 -- QGIS reads through a cursor: charged once when it is declared, not per FETCH.
 BEGIN;
 SELECT tokens AS before_declare FROM throttle_peek(current_user) \gset
@@ -118,10 +120,12 @@ ALTER ROLE regress_ot_tiles SET ogc_throttle.capacity = 10;
 ALTER ROLE regress_ot_tiles SET ogc_throttle.cost_max = 10;
 ALTER ROLE regress_ot_tiles SET ogc_throttle.rate = 0.01;
 ALTER ROLE regress_ot_pool SET ogc_throttle.mode = 'reject';
+ALTER ROLE regress_ot_pool SET ogc_throttle.rate = 0.01;
 \c - regress_ot_tiles
 SHOW ogc_throttle.mode;
 SELECT show_error($$SET ogc_throttle.mode = 'off'$$);
 SELECT show_error($$SET ogc_throttle.identity = 'someone-else'$$);
+SELECT show_error($$SELECT * FROM throttle_explain('SELECT * FROM pg_authid')$$);
 SELECT show_error($$ALTER ROLE regress_ot_tiles SET ogc_throttle.identity = 'someone-else'$$);
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.02);
 SELECT identity, round(tokens::numeric, 1) AS tokens FROM throttle_peek();
@@ -132,6 +136,9 @@ SET ogc_throttle.identity = 'end-user-1';
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.02);
 SELECT identity FROM throttle_peek();
 \c - postgres
+-- Per-identity statistics of the hook (statements counted since the stats reset above).
+SELECT identity, statements, refused, delayed, cost_charged > 0 AS charged
+  FROM throttle_identity_stats ORDER BY identity;
 SELECT identity, tokens < capacity - 1 AS charged FROM throttle_buckets WHERE identity IN ('regress_ot_tiles', 'end-user-1', 'someone-else') ORDER BY 1;
 ALTER ROLE regress_ot_tiles RESET ALL;
 REVOKE ALL ON hook_pts FROM regress_ot_tiles;

@@ -6,64 +6,72 @@
 namespace ot::core {
 namespace {
 
-constexpr double kMicros = 1e6;
-constexpr double kMaxFillSeconds = 1e11;
+constexpr double kNanos = 1e9;
+// Keeps every TAT offset far inside int64 nanoseconds (9.2e18).
+constexpr double kMaxFillSeconds = 1e9;
 
-// Rounding always errs towards the limiter: a charge is rounded up and the
-// tolerance down, so the admitted total never exceeds capacity + rate*elapsed.
-std::int64_t charge_us(double cost, double rate) noexcept {
-    return static_cast<std::int64_t>(std::ceil(cost * kMicros / rate - 1e-6));
+// Rounded up would make n charges of capacity/n exceed the tolerance; rounded
+// to nearest, each charge is off by at most half a nanosecond.
+std::int64_t charge_ns(double cost, double rate) noexcept {
+    if (cost <= 0) return 0;
+    return std::max<std::int64_t>(1, std::llround(cost * kNanos / rate));
 }
 
-std::int64_t tolerance_us(Budget b) noexcept {
-    return static_cast<std::int64_t>(std::floor(b.capacity * kMicros / b.rate + 1e-6));
+// The burst tolerance, plus one part per million: n charges rounded to the
+// nearest nanosecond can drift by n/2 ns, and a burst of exactly the capacity
+// must still fit (it does for any n as long as cost/rate >= 0.5 ms). The
+// price is that admitted work may exceed capacity + rate x elapsed by at most
+// a millionth of the capacity.
+std::int64_t tolerance_ns(Budget b) noexcept {
+    const std::int64_t tau = std::llround(b.capacity * kNanos / b.rate);
+    return tau + tau / 1'000'000;
 }
 
-double tokens_for(std::int64_t debt_us, Budget b) noexcept {
-    double t = b.capacity - static_cast<double>(debt_us) * b.rate / kMicros;
+double tokens_for(std::int64_t debt_ns, Budget b) noexcept {
+    double t = b.capacity - static_cast<double>(debt_ns) * b.rate / kNanos;
     return std::clamp(t, 0.0, b.capacity);
 }
 
 }  // namespace
 
-SpendResult gcra_spend(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept {
-    const std::int64_t base = std::max(tat_us, now_us);
-    const std::int64_t debt = base - now_us;
-    const std::int64_t tau = tolerance_us(b);
+SpendResult gcra_spend(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {
+    const std::int64_t base = std::max(tat_ns, now_ns);
+    const std::int64_t debt = base - now_ns;
+    const std::int64_t tau = tolerance_ns(b);
 
     if (cost > b.capacity)
-        return {SpendOutcome::NeverFits, tat_us, tokens_for(debt, b), 0.0, debt / kMicros};
+        return {SpendOutcome::NeverFits, tat_ns, tokens_for(debt, b), 0.0, debt / kNanos};
 
-    const std::int64_t after = debt + charge_us(cost, b.rate);
+    const std::int64_t after = debt + charge_ns(cost, b.rate);
     if (after <= tau)
-        return {SpendOutcome::Allowed, base + (after - debt), tokens_for(after, b), 0.0, after / kMicros};
+        return {SpendOutcome::Allowed, base + (after - debt), tokens_for(after, b), 0.0, after / kNanos};
 
-    return {SpendOutcome::Refused, tat_us, tokens_for(debt, b), (after - tau) / kMicros, debt / kMicros};
+    return {SpendOutcome::Refused, tat_ns, tokens_for(debt, b), (after - tau) / kNanos, debt / kNanos};
 }
 
-ReserveResult gcra_reserve(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b,
-                           std::int64_t max_wait_us) noexcept {
-    if (cost > b.capacity) return {SpendOutcome::NeverFits, tat_us, 0, 0.0};
-    const std::int64_t base = std::max(tat_us, now_us);
-    const std::int64_t after = base - now_us + charge_us(cost, b.rate);
-    const std::int64_t wait = std::max<std::int64_t>(0, after - tolerance_us(b));
-    if (wait > max_wait_us) return {SpendOutcome::Refused, tat_us, 0, (wait - max_wait_us) / kMicros};
-    return {SpendOutcome::Allowed, base + charge_us(cost, b.rate), wait, 0.0};
+ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b,
+                           std::int64_t max_wait_ns) noexcept {
+    if (cost > b.capacity) return {SpendOutcome::NeverFits, tat_ns, 0, 0.0};
+    const std::int64_t base = std::max(tat_ns, now_ns);
+    const std::int64_t after = base - now_ns + charge_ns(cost, b.rate);
+    const std::int64_t wait = std::max<std::int64_t>(0, after - tolerance_ns(b));
+    if (wait > max_wait_ns) return {SpendOutcome::Refused, tat_ns, 0, (wait - max_wait_ns) / kNanos};
+    return {SpendOutcome::Allowed, base + charge_ns(cost, b.rate), wait, 0.0};
 }
 
-std::int64_t gcra_refund(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept {
-    return std::max(tat_us - charge_us(cost, b.rate), std::min(tat_us, now_us));
+std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {
+    return std::max(tat_ns - charge_ns(cost, b.rate), std::min(tat_ns, now_ns));
 }
 
-double gcra_tokens(std::int64_t tat_us, std::int64_t now_us, Budget b) noexcept {
-    return tokens_for(std::max<std::int64_t>(tat_us - now_us, 0), b);
+double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept {
+    return tokens_for(std::max<std::int64_t>(tat_ns - now_ns, 0), b);
 }
 
 const char* budget_problem(Budget b) noexcept {
     if (!std::isfinite(b.capacity) || b.capacity <= 0) return "capacity must be a finite number above zero";
     if (!std::isfinite(b.rate) || b.rate <= 0) return "rate must be a finite number above zero";
     // Keeps every TAT offset far inside int64 microseconds.
-    if (b.capacity / b.rate > kMaxFillSeconds) return "capacity / rate (the time to refill) exceeds 1e11 seconds";
+    if (b.capacity / b.rate > kMaxFillSeconds) return "capacity / rate (the time to refill) exceeds 1e9 seconds";
     return nullptr;
 }
 

@@ -1,6 +1,10 @@
 // Token-bucket arithmetic in GCRA form: the whole bucket is one number, the
-// theoretical arrival time (TAT). A TAT at or before "now" is a full bucket,
-// which is why a full bucket can be forgotten without losing anything.
+// theoretical arrival time (TAT), in nanoseconds. A TAT at or before "now" is
+// a full bucket, which is why a full bucket can be forgotten without losing
+// anything. Charges are rounded to the nearest nanosecond (at least 1 for a
+// positive cost) and the tolerance has one part per million of slack, so a
+// burst of exactly the capacity is admitted at once; what is admitted never
+// exceeds capacity × (1 + 1e-6) + rate × elapsed.
 #pragma once
 #include <cstdint>
 
@@ -19,35 +23,35 @@ enum class SpendOutcome : std::uint8_t {
 
 struct SpendResult {
     SpendOutcome outcome;
-    std::int64_t new_tat_us;  // equals the old TAT unless allowed
+    std::int64_t new_tat_ns;  // equals the old TAT unless allowed
     double remaining;         // tokens left after this decision
     double retry_after_s;     // 0 unless refused
     double reset_after_s;     // until the bucket is full again
 };
 
 // Inputs are validated by the caller (finite, cost >= 0, capacity > 0, rate > 0).
-SpendResult gcra_spend(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept;
+SpendResult gcra_spend(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
 
-// Delay-mode spend: the cost is charged now and the caller waits wait_us for
+// Delay-mode spend: the cost is charged now and the caller waits wait_ns for
 // its turn (its TAT may run past the burst tolerance: that is the queue).
 // Arrivals reserve consecutive slots, so waiters are served in arrival order.
-// Refused (nothing charged) when the wait would exceed max_wait_us.
+// Refused (nothing charged) when the wait would exceed max_wait_ns.
 struct ReserveResult {
     SpendOutcome outcome;
-    std::int64_t new_tat_us;
-    std::int64_t wait_us;
+    std::int64_t new_tat_ns;
+    std::int64_t wait_ns;
     double retry_after_s;  // when refused: how much sooner the queue must drain
 };
-ReserveResult gcra_reserve(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b,
-                           std::int64_t max_wait_us) noexcept;
+ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b,
+                           std::int64_t max_wait_ns) noexcept;
 
 // Gives back a charge that bought nothing (a waiter that was cancelled).
-std::int64_t gcra_refund(std::int64_t tat_us, std::int64_t now_us, double cost, Budget b) noexcept;
+std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
 
-// Tokens available at now_us, in [0, capacity].
-double gcra_tokens(std::int64_t tat_us, std::int64_t now_us, Budget b) noexcept;
+// Tokens available at now_ns, in [0, capacity].
+double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept;
 
-inline bool gcra_is_full(std::int64_t tat_us, std::int64_t now_us) noexcept { return tat_us <= now_us; }
+inline bool gcra_is_full(std::int64_t tat_ns, std::int64_t now_ns) noexcept { return tat_ns <= now_ns; }
 
 // Why a budget or a cost is not acceptable; nullptr when it is.
 const char* budget_problem(Budget b) noexcept;

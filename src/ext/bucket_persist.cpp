@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kFile = PGSTAT_STAT_PERMANENT_DIRECTORY "/ogc_throttle.stat";
 constexpr const char* kTempFile = PGSTAT_STAT_PERMANENT_DIRECTORY "/ogc_throttle.stat.tmp";
 constexpr uint32 kMagic = 0x4f544231;  // "OTB1"
-constexpr uint32 kFormat = 1;
+constexpr uint32 kFormat = 2;  // 2: TATs in nanoseconds
 
 struct FileHeader {
     uint32 magic;
@@ -32,7 +32,7 @@ struct FileHeader {
 
 struct FileEntry {
     IdentityKey key;
-    int64 tat_us;
+    int64 tat_ns;
     TimestampTz last_request;
     float capacity;
     float rate;
@@ -57,11 +57,11 @@ void save_at_exit(int code, Datum) {
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, buckets);
     while (BucketEntry* e = static_cast<BucketEntry*>(hash_seq_search(&scan))) {
-        if (!ok || core::gcra_is_full(e->tat_us, now)) continue;  // full buckets carry nothing
+        if (!ok || core::gcra_is_full(e->tat_ns, to_ns(now))) continue;  // full buckets carry nothing
         FileEntry fe;
         std::memset(&fe, 0, sizeof fe);
         fe.key = e->key;
-        fe.tat_us = e->tat_us;
+        fe.tat_ns = e->tat_ns;
         fe.last_request = e->last_request;
         fe.capacity = e->capacity;
         fe.rate = e->rate;
@@ -89,6 +89,14 @@ void load_saved_buckets() {
         return;
     }
     attached_before = true;
+    if (!setting_save) {
+        // Not restored, and not kept for later either: stale state must not
+        // come back when saving is switched on again.
+        const bool discarded = unlink(kFile) == 0;
+        ereport(LOG, (errmsg("ogc_throttle: ogc_throttle.save is off; every bucket starts full"),
+                      discarded ? errdetail("A saved bucket file was discarded.") : 0));
+        return;
+    }
 
     FILE* f = AllocateFile(kFile, PG_BINARY_R);
     if (f == nullptr) {
@@ -112,7 +120,7 @@ void load_saved_buckets() {
                 break;
             }
             fe.key.bytes[kIdentityMax] = '\0';
-            if (core::gcra_is_full(fe.tat_us, now) || fe.key.bytes[0] == '\0') continue;
+            if (core::gcra_is_full(fe.tat_ns, to_ns(now)) || fe.key.bytes[0] == '\0') continue;
             bool found = false;
             auto* e = static_cast<BucketEntry*>(hash_search(buckets, &fe.key, HASH_ENTER_NULL, &found));
             if (e == nullptr) {
@@ -120,7 +128,7 @@ void load_saved_buckets() {
                 break;
             }
             SpinLockInit(&e->mutex);
-            e->tat_us = fe.tat_us;
+            e->tat_ns = fe.tat_ns;
             e->last_request = fe.last_request;
             e->capacity = fe.capacity;
             e->rate = fe.rate;

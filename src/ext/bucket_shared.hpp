@@ -1,6 +1,7 @@
 // Layout of the shared bucket table, private to bucket_table.cpp and bucket_persist.cpp.
 #pragma once
 #include "ext/bucket_table.hpp"
+#include "ext/shared_table.hpp"
 
 extern "C" {
 #include "port/atomics.h"
@@ -11,7 +12,6 @@ extern "C" {
 
 namespace ot::ext {
 
-inline constexpr int kPartitions = 16;  // power of two
 inline constexpr const char* kTrancheName = "ogc_throttle";
 
 // A bucket is its TAT; capacity and rate are kept only to display tokens.
@@ -21,7 +21,7 @@ struct BucketEntry {
     bool throttled;   // the last attempt was refused
     float capacity;
     float rate;
-    int64 tat_us;
+    int64 tat_ns;  // nanoseconds since the PostgreSQL epoch
     TimestampTz last_request;
 };
 
@@ -48,6 +48,10 @@ struct SharedHeader {
 
 extern SharedHeader* shared;
 extern HTAB* buckets;
+extern SharedTable bucket_table;
+
+// Bucket times are nanoseconds (see core/gcra.hpp); PostgreSQL's are microseconds.
+inline int64 to_ns(TimestampTz t) { return t * 1000; }
 
 // Persistence: load runs in the postmaster before any backend exists.
 void load_saved_buckets();

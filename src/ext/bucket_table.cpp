@@ -21,6 +21,7 @@ namespace ot::ext {
 
 SharedHeader* shared = nullptr;
 HTAB* buckets = nullptr;
+SharedTable bucket_table = {nullptr, nullptr, 0, nullptr, nullptr};
 
 namespace {
 
@@ -30,16 +31,6 @@ int slot_count() { return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts
 
 size_t header_size() {
     return add_size(offsetof(SharedHeader, slots), mul_size(slot_count(), sizeof(BackendCounters)));
-}
-
-LWLock* partition_lock(uint32 hash) { return &shared->locks[hash % kPartitions].lock; }
-
-void lock_all(LWLockMode mode) {
-    for (int i = 0; i < kPartitions; i++) LWLockAcquire(&shared->locks[i].lock, mode);
-}
-
-void unlock_all() {
-    for (int i = kPartitions - 1; i >= 0; i--) LWLockRelease(&shared->locks[i].lock);
 }
 
 BackendCounters* my_counters() {
@@ -63,81 +54,49 @@ void count(const core::SpendResult& r, double cost) {
     }
 }
 
-struct Candidate {
-    TimestampTz last_request;
-    BucketEntry* entry;
-};
+void init_bucket(void* entry, TimestampTz now) {
+    auto* e = static_cast<BucketEntry*>(entry);
+    SpinLockInit(&e->mutex);
+    e->throttled = false;
+    e->capacity = 0;
+    e->rate = 0;
+    e->tat_ns = 0;  // long past: a full bucket
+    e->last_request = now;
+}
 
-// Called with every partition lock held exclusively. Full buckets go first
-// (forgetting them loses nothing); if that frees too little, the least recently
-// used go next, and those are counted as lossy.
-void evict_locked(TimestampTz now) {
-    const long entries = hash_get_num_entries(buckets);
-    const long want = std::max<long>(1, setting_max_identities / 100);
-    if (setting_max_identities - entries >= want) return;  // someone else made room
+TimestampTz last_request_of(const void* entry) { return static_cast<const BucketEntry*>(entry)->last_request; }
 
-    Candidate* live = static_cast<Candidate*>(palloc(sizeof(Candidate) * std::max<long>(entries, 1)));
-    long nlive = 0;
+// Full buckets go first (forgetting them loses nothing); if that frees too
+// little, the least recently used go next, and those are counted as lossy.
+void evict_buckets(SharedTable* t, TimestampTz now) {
+    const long want = eviction_batch(*t);
+    if (t->max_entries - hash_get_num_entries(t->htab) >= want) return;  // someone else made room
     long freed = 0;
     HASH_SEQ_STATUS scan;
-    hash_seq_init(&scan, buckets);
+    hash_seq_init(&scan, t->htab);
     while (BucketEntry* e = static_cast<BucketEntry*>(hash_seq_search(&scan))) {
-        if (core::gcra_is_full(e->tat_us, now)) {
-            hash_search(buckets, &e->key, HASH_REMOVE, nullptr);
+        if (core::gcra_is_full(e->tat_ns, to_ns(now))) {
+            hash_search(t->htab, &e->key, HASH_REMOVE, nullptr);
             freed++;
-        } else {
-            live[nlive++] = {e->last_request, e};
         }
     }
     pg_atomic_fetch_add_u64(&shared->evicted_full, static_cast<uint64>(freed));
-
-    long lossy = std::min(want - freed, nlive);
-    if (lossy > 0) {
-        std::nth_element(live, live + lossy, live + nlive,
-                         [](const Candidate& a, const Candidate& b) { return a.last_request < b.last_request; });
-        for (long i = 0; i < lossy; i++) hash_search(buckets, &live[i].entry->key, HASH_REMOVE, nullptr);
-        pg_atomic_fetch_add_u64(&shared->evicted_lossy, static_cast<uint64>(lossy));
-    }
-    pfree(live);
+    const long lossy = evict_least_recent(*t, want - freed, last_request_of);
+    pg_atomic_fetch_add_u64(&shared->evicted_lossy, static_cast<uint64>(lossy));
 }
 
-void make_room(TimestampTz now) {
-    lock_all(LW_EXCLUSIVE);
-    evict_locked(now);
-    unlock_all();
+// Under the entry's spinlock. A refused attempt still counts as use, so that
+// a client being refused is not the first to be forgotten.
+void record_attempt(BucketEntry* e, int64 new_tat, core::SpendOutcome outcome, core::Budget b, TimestampTz now) {
+    e->tat_ns = new_tat;
+    e->throttled = outcome != core::SpendOutcome::Allowed;
+    e->capacity = static_cast<float>(b.capacity);
+    e->rate = static_cast<float>(b.rate);
+    e->last_request = now;
 }
 
-// Returns the entry with its partition lock held in shared mode, creating it if
-// needed. *lock receives the lock to release.
-BucketEntry* find_or_create(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
-    *lock = partition_lock(hash);
-    for (int attempt = 0;; attempt++) {
-        LWLockAcquire(*lock, LW_SHARED);
-        auto* e = static_cast<BucketEntry*>(hash_search_with_hash_value(buckets, &key, hash, HASH_FIND, nullptr));
-        if (e != nullptr) return e;
-        LWLockRelease(*lock);
-
-        LWLockAcquire(*lock, LW_EXCLUSIVE);
-        bool found = false;
-        e = static_cast<BucketEntry*>(hash_search_with_hash_value(buckets, &key, hash, HASH_ENTER_NULL, &found));
-        if (e != nullptr && !found) {
-            SpinLockInit(&e->mutex);
-            e->throttled = false;
-            e->capacity = 0;
-            e->rate = 0;
-            e->tat_us = 0;  // long past: a full bucket
-            e->last_request = now;
-        }
-        LWLockRelease(*lock);
-        if (e == nullptr) {
-            if (attempt >= 3)
-                ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
-                                errmsg("ogc_throttle: no room in the bucket table"),
-                                errdetail("Eviction freed no entry after %d attempts.", attempt + 1)));
-            make_room(now);
-        }
-        // Loop: retake the lock in shared mode and find the entry again.
-    }
+BucketEntry* bucket_for(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
+    return static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
 }
 
 // Budgets are stored as float to keep an entry small; shown with the float's
@@ -155,9 +114,9 @@ BucketView view_of(const BucketEntry* e, TimestampTz now) {
     v.throttled = e->throttled;
     v.capacity = shown(e->capacity);
     v.rate = shown(e->rate);
-    v.tokens = e->rate > 0 ? core::gcra_tokens(e->tat_us, now, {e->capacity, e->rate}) : e->capacity;
+    v.tokens = e->rate > 0 ? core::gcra_tokens(e->tat_ns, to_ns(now), {e->capacity, e->rate}) : e->capacity;
     v.last_request = e->last_request;
-    v.full_at = std::max<int64>(e->tat_us, now);
+    v.full_at = std::max<int64>(e->tat_ns / 1000, now);
     return v;
 }
 
@@ -215,6 +174,7 @@ void attach_shared_memory() {
     buckets = ShmemInitHash("ogc_throttle buckets", setting_max_identities, setting_max_identities, &info,
                             HASH_ELEM | HASH_STRINGS | HASH_PARTITION | HASH_FIXED_SIZE);
     LWLockRelease(AddinShmemInitLock);
+    bucket_table = {buckets, shared->locks, setting_max_identities, init_bucket, evict_buckets};
 
     if (!IsUnderPostmaster) {
         register_save_at_shutdown();
@@ -237,15 +197,11 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = get_hash_value(buckets, &key);
     LWLock* lock;
-    BucketEntry* e = find_or_create(key, hash, &lock, now);
+    BucketEntry* e = bucket_for(key, hash, &lock, now);
 
     SpinLockAcquire(&e->mutex);
-    const core::SpendResult r = core::gcra_spend(e->tat_us, now, cost, b);
-    e->tat_us = r.new_tat_us;
-    e->throttled = r.outcome != core::SpendOutcome::Allowed;
-    e->capacity = static_cast<float>(b.capacity);
-    e->rate = static_cast<float>(b.rate);
-    e->last_request = now;
+    const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), cost, b);
+    record_attempt(e, r.new_tat_ns, r.outcome, b, now);
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
 
@@ -257,31 +213,25 @@ core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Bu
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = get_hash_value(buckets, &key);
     LWLock* lock;
-    BucketEntry* e = find_or_create(key, hash, &lock, now);
+    BucketEntry* e = bucket_for(key, hash, &lock, now);
 
     SpinLockAcquire(&e->mutex);
-    const core::ReserveResult r = core::gcra_reserve(e->tat_us, now, cost, b, max_wait_us);
-    e->tat_us = r.new_tat_us;
-    e->throttled = r.outcome != core::SpendOutcome::Allowed;
-    e->capacity = static_cast<float>(b.capacity);
-    e->rate = static_cast<float>(b.rate);
-    e->last_request = now;
+    const core::ReserveResult r = core::gcra_reserve(e->tat_ns, to_ns(now), cost, b, max_wait_us * 1000);
+    record_attempt(e, r.new_tat_ns, r.outcome, b, now);
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
 
-    count({r.outcome, r.new_tat_us, 0, r.retry_after_s, 0}, cost);
+    count({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
     return r;
 }
 
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
     const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = get_hash_value(buckets, &key);
-    LWLock* lock = partition_lock(hash);
-    LWLockAcquire(lock, LW_SHARED);
-    auto* e = static_cast<BucketEntry*>(hash_search_with_hash_value(buckets, &key, hash, HASH_FIND, nullptr));
+    LWLock* lock;
+    auto* e = static_cast<BucketEntry*>(find_shared(bucket_table, key, get_hash_value(buckets, &key), &lock));
     if (e != nullptr) {
         SpinLockAcquire(&e->mutex);
-        e->tat_us = core::gcra_refund(e->tat_us, now, cost, b);
+        e->tat_ns = core::gcra_refund(e->tat_ns, to_ns(now), cost, b);
         SpinLockRelease(&e->mutex);
     }
     LWLockRelease(lock);
@@ -307,10 +257,8 @@ void count_hook_event(HookEvent ev, int64 delay_us) {
 
 BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
     const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = get_hash_value(buckets, &key);
-    LWLock* lock = partition_lock(hash);
-    LWLockAcquire(lock, LW_SHARED);
-    auto* e = static_cast<BucketEntry*>(hash_search_with_hash_value(buckets, &key, hash, HASH_FIND, nullptr));
+    LWLock* lock;
+    auto* e = static_cast<BucketEntry*>(find_shared(bucket_table, key, get_hash_value(buckets, &key), &lock));
     BucketView v;
     if (e != nullptr) {
         SpinLockAcquire(&e->mutex);
@@ -327,7 +275,7 @@ BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
 
 bool bucket_reset(const IdentityKey& key) {
     const uint32 hash = get_hash_value(buckets, &key);
-    LWLock* lock = partition_lock(hash);
+    LWLock* lock = partition_lock(bucket_table, hash);
     LWLockAcquire(lock, LW_EXCLUSIVE);
     bool found = false;
     hash_search_with_hash_value(buckets, &key, hash, HASH_REMOVE, &found);
@@ -337,20 +285,20 @@ bool bucket_reset(const IdentityKey& key) {
 
 int64 bucket_reset_all() {
     int64 removed = 0;
-    lock_all(LW_EXCLUSIVE);
+    lock_all(bucket_table, LW_EXCLUSIVE);
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, buckets);
     while (BucketEntry* e = static_cast<BucketEntry*>(hash_seq_search(&scan))) {
         hash_search(buckets, &e->key, HASH_REMOVE, nullptr);
         removed++;
     }
-    unlock_all();
+    unlock_all(bucket_table);
     return removed;
 }
 
 BucketView* bucket_snapshot(int64* count) {
     const TimestampTz now = GetCurrentTimestamp();
-    lock_all(LW_SHARED);
+    lock_all(bucket_table, LW_SHARED);
     const long cap = std::max<long>(hash_get_num_entries(buckets), 1);
     auto* out = static_cast<BucketView*>(palloc(sizeof(BucketView) * cap));
     int64 n = 0;
@@ -365,7 +313,7 @@ BucketView* bucket_snapshot(int64* count) {
         out[n++] = view_of(e, now);
         SpinLockRelease(&e->mutex);
     }
-    unlock_all();
+    unlock_all(bucket_table);
     *count = n;
     return out;
 }

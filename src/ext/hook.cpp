@@ -4,6 +4,7 @@
 
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
+#include "ext/identity_stats.hpp"
 #include "ext/plan_pricing.hpp"
 #include "ext/settings.hpp"
 #include "ext/sql_args.hpp"
@@ -90,7 +91,9 @@ void price_and_charge(QueryDesc* qd) {
 
     if (mode == Mode::Log) {
         const BucketView v = bucket_peek(id, b);
-        if (cost > b.capacity || cost > v.tokens) {
+        const bool would_refuse = cost > b.capacity || cost > v.tokens;
+        record_statement(id, {0.0, would_refuse, 0});
+        if (would_refuse) {
             count_hook_event(HookEvent::ShadowRefusal);
             ereport(LOG, (errmsg("ogc_throttle: would refuse a statement of identity \"%s\" (shadow mode)", id.bytes),
                           errdetail("The statement costs %g with %.2f of %g tokens left; priced as: %s.", cost,
@@ -100,15 +103,21 @@ void price_and_charge(QueryDesc* qd) {
     }
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b);
-        if (r.outcome != core::SpendOutcome::Allowed) refuse(id, p, b, r.outcome, r.retry_after_s, false);
+        const bool refused = r.outcome != core::SpendOutcome::Allowed;
+        record_statement(id, {refused ? 0.0 : cost, refused, 0});
+        if (refused) refuse(id, p, b, r.outcome, r.retry_after_s, false);
         return;
     }
     const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us());
-    if (r.outcome != core::SpendOutcome::Allowed) refuse(id, p, b, r.outcome, r.retry_after_s, true);
-    if (r.wait_us > 0) {
-        wait_for_turn(id, cost, b, r.wait_us);
-        count_hook_event(HookEvent::Delayed, r.wait_us);
+    if (r.outcome != core::SpendOutcome::Allowed) {
+        record_statement(id, {0.0, true, 0});
+        refuse(id, p, b, r.outcome, r.retry_after_s, true);
     }
+    if (r.wait_ns > 0) {
+        wait_for_turn(id, cost, b, r.wait_ns / 1000);
+        count_hook_event(HookEvent::Delayed, r.wait_ns / 1000);
+    }
+    record_statement(id, {cost, false, r.wait_ns / 1000});
 }
 
 void on_executor_start(QueryDesc* qd, int eflags) {

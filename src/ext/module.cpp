@@ -1,6 +1,7 @@
 // _PG_init: settings always; shared memory only when preloaded.
 #include "ext/bucket_table.hpp"
 #include "ext/hook.hpp"
+#include "ext/identity_stats.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
@@ -20,11 +21,13 @@ shmem_startup_hook_type prev_shmem_startup = nullptr;
 void on_shmem_request() {
     if (prev_shmem_request) prev_shmem_request();
     ot::ext::request_shared_memory();
+    ot::ext::identity_stats_request_shmem();
 }
 
 void on_shmem_startup() {
     if (prev_shmem_startup) prev_shmem_startup();
     ot::ext::attach_shared_memory();
+    ot::ext::identity_stats_attach();
 }
 }  // namespace
 

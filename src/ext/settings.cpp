@@ -9,12 +9,14 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 }
 
 namespace ot::ext {
 
 int setting_max_identities = 100000;
+int setting_max_identity_stats = 10000;
 bool setting_save = true;
 
 namespace {
@@ -96,11 +98,20 @@ void define_real(const char* name, const char* desc, double* var, double min, do
 }  // namespace
 
 void define_settings() {
-    DefineCustomIntVariable("ogc_throttle.max_identities",
-                            "Number of identities the shared bucket table holds.",
-                            "Sized at server start; when full, full buckets are evicted first.",
-                            &setting_max_identities, setting_max_identities, 100, 50000000, PGC_POSTMASTER, 0,
-                            nullptr, nullptr, nullptr);
+    // Sizes of shared tables exist only when preloading: defining a postmaster
+    // setting later is a FATAL error in PostgreSQL.
+    if (process_shared_preload_libraries_in_progress) {
+        DefineCustomIntVariable("ogc_throttle.max_identities",
+                                "Number of identities the shared bucket table holds.",
+                                "Sized at server start; when full, full buckets are evicted first.",
+                                &setting_max_identities, setting_max_identities, 100, 50000000, PGC_POSTMASTER, 0,
+                                nullptr, nullptr, nullptr);
+        DefineCustomIntVariable("ogc_throttle.max_identity_stats",
+                                "Identities whose pricing-hook statistics are kept (0: none).",
+                                "When full, the least recently active identity's statistics are forgotten.",
+                                &setting_max_identity_stats, setting_max_identity_stats, 0, 10000000, PGC_POSTMASTER, 0,
+                                nullptr, nullptr, nullptr);
+    }
     DefineCustomBoolVariable("ogc_throttle.save", "Save bucket state across clean server shutdowns.", nullptr,
                              &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 

@@ -10,6 +10,7 @@ namespace ot::ext {
 void define_settings();
 
 extern int setting_max_identities;
+extern int setting_max_identity_stats;
 extern bool setting_save;
 
 // What the pricing hook does with a priced statement.

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "executor/executor.h"
 #include "funcapi.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
@@ -40,6 +41,7 @@ OT_SQL_FUNCTION(throttle_explain) {
         foreach (pc, pg_plan_queries(queries, sql, CURSOR_OPT_PARALLEL_OK, nullptr)) {
             PlannedStmt* stmt = lfirst_node(PlannedStmt, pc);
             if (stmt->commandType == CMD_UTILITY) continue;
+            ExecCheckRTPerms(stmt->rtable, true);  // as EXPLAIN does: no pricing of tables one cannot read
             const StatementPricing p = price_planned_statement(stmt, nullptr);
             for (int i = 0; i < p.ncalls; i++) {
                 const core::PricedCall& c = p.calls[i];

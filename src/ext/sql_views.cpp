@@ -1,10 +1,12 @@
 // Set-returning functions behind the throttle_buckets and throttle_stats views.
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
+#include "ext/identity_stats.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/tuplestore.h"
 }
 
@@ -53,8 +55,26 @@ OT_SQL_FUNCTION(throttle_stats) {
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
+OT_SQL_FUNCTION(throttle_identity_stats) {
+    require_shared_memory();
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    int64 n = 0;
+    IdentityStatsRow* rows = identity_stats_snapshot(&n);
+    for (int64 i = 0; i < n; i++) {
+        const IdentityStatsRow& r = rows[i];
+        Datum values[] = {CStringGetTextDatum(r.identity.bytes), Int64GetDatum(r.statements), Int64GetDatum(r.refused),
+                          Int64GetDatum(r.delayed),             Float8GetDatum(r.delay_seconds),
+                          Float8GetDatum(r.cost_charged),       TimestampTzGetDatum(r.last_statement)};
+        bool nulls[lengthof(values)] = {};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    return (Datum)0;
+}
+
 OT_SQL_FUNCTION(throttle_stats_reset) {
     require_shared_memory();
     table_stats_reset();
+    identity_stats_reset();
     PG_RETURN_VOID();
 }

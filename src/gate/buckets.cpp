@@ -24,7 +24,7 @@ std::vector<BucketView> BucketTable::snapshot(std::int64_t now_us, std::size_t l
         std::lock_guard<std::mutex> lock(s.mu);
         for (const auto& [k, e] : s.map) {
             if (out.size() >= limit) return out;
-            out.push_back({k, core::gcra_tokens(e.tat_us, now_us, e.budget), e.throttled, e.last_us});
+            out.push_back({k, core::gcra_tokens(e.tat_ns, now_us * 1000, e.budget), e.throttled, e.last_us});
         }
     }
     return out;
@@ -32,7 +32,7 @@ std::vector<BucketView> BucketTable::snapshot(std::int64_t now_us, std::size_t l
 
 void BucketTable::make_room(Shard& s, std::int64_t now_us) {
     for (auto it = s.map.begin(); it != s.map.end();) {
-        if (core::gcra_is_full(it->second.tat_us, now_us)) it = s.map.erase(it);
+        if (core::gcra_is_full(it->second.tat_ns, now_us * 1000)) it = s.map.erase(it);
         else ++it;
     }
     if (s.map.size() < per_shard_max_) return;
@@ -40,7 +40,7 @@ void BucketTable::make_room(Shard& s, std::int64_t now_us) {
     // clients get a little credit back; the table never grows unbounded.
     std::vector<std::pair<std::int64_t, std::string>> by_tat;
     by_tat.reserve(s.map.size());
-    for (const auto& [k, e] : s.map) by_tat.emplace_back(e.tat_us, k);
+    for (const auto& [k, e] : s.map) by_tat.emplace_back(e.tat_ns, k);
     const std::size_t drop = std::max<std::size_t>(1, by_tat.size() / 4);
     std::nth_element(by_tat.begin(), by_tat.begin() + static_cast<std::ptrdiff_t>(drop - 1), by_tat.end());
     for (std::size_t i = 0; i < drop; ++i) s.map.erase(by_tat[i].second);
@@ -52,13 +52,13 @@ core::SpendResult BucketTable::spend(const std::string& key, double cost, core::
     auto it = s.map.find(key);
     if (it == s.map.end()) {
         if (s.map.size() >= per_shard_max_) make_room(s, now_us);
-        it = s.map.emplace(key, Entry{now_us, now_us, 0}).first;
+        it = s.map.emplace(key, Entry{now_us * 1000, now_us, 0}).first;
     }
     Entry& e = it->second;
     e.budget = b;
-    const core::SpendResult r = core::gcra_spend(e.tat_us, now_us, cost, b);
+    const core::SpendResult r = core::gcra_spend(e.tat_ns, now_us * 1000, cost, b);
     e.last_us = now_us;
-    if (r.outcome == core::SpendOutcome::Allowed) e.tat_us = r.new_tat_us;
+    if (r.outcome == core::SpendOutcome::Allowed) e.tat_ns = r.new_tat_ns;
     else e.throttled++;
     return r;
 }

@@ -31,7 +31,7 @@ public:
 
 private:
     struct Entry {
-        std::int64_t tat_us = 0;
+        std::int64_t tat_ns = 0;  // core/gcra.hpp keeps TATs in nanoseconds
         std::int64_t last_us = 0;
         std::uint64_t throttled = 0;
         core::Budget budget{1, 1};
