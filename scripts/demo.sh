@@ -59,6 +59,13 @@ ALTER ROLE demo_user SET ogc_throttle.capacity = 20;
 ALTER ROLE demo_user SET ogc_throttle.rate = 0.5;
 -- Estimates are clamped at cost_max, which must not exceed any capacity.
 ALTER ROLE demo_user SET ogc_throttle.cost_max = 20;
+-- A map-server role whose plain SQL is priced by the hook.
+CREATE ROLE demo_map LOGIN;
+GRANT SELECT ON demo_points TO demo_map;
+ALTER ROLE demo_map SET ogc_throttle.mode = 'reject';
+ALTER ROLE demo_map SET ogc_throttle.capacity = 50;
+ALTER ROLE demo_map SET ogc_throttle.cost_max = 50;
+ALTER ROLE demo_map SET ogc_throttle.rate = 1;
 SQL
 
 echo
@@ -74,6 +81,15 @@ SELECT round(throttle_cost_radius(50000)::numeric) AS cost_of_50km;
 SELECT throttle_spend(throttle_cost_radius(50000));
 SQL
 
+echo
+echo "== demo_map (mode reject, capacity 50) sends plain PostGIS SQL; the hook prices and charges it:"
+pg_psql "$pgdir" "$port" -d demo -U demo_map -v ON_ERROR_STOP=0 <<'SQL' 2>&1 | sed 's/^/   /'
+SELECT call, round(cost::numeric, 2) AS cost FROM throttle_explain($$SELECT id FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)$$);
+SELECT count(*) FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326);
+SELECT round(tokens::numeric, 1) AS tokens_left FROM throttle_peek();
+SELECT count(*) FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326);
+SQL
+
 if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
   echo
   echo "== Starting MapServer with ogc-gate in front"
@@ -84,7 +100,8 @@ cat <<EOF2
 
 PostgreSQL is running (data in $run/pg, log in $run/pg/server.log):
   psql -h 127.0.0.1 -p $port -U postgres demo        # as the administrator
-  psql -h 127.0.0.1 -p $port -U demo_user demo       # as the throttled role
+  psql -h 127.0.0.1 -p $port -U demo_user demo       # as the throttled role (throttle_spend)
+  psql -h 127.0.0.1 -p $port -U demo_map demo        # as the role whose statements the hook prices
   SELECT * FROM throttle_buckets;  SELECT * FROM throttle_stats;
 Stop everything:  scripts/demo.sh stop
 EOF2
