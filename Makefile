@@ -15,7 +15,7 @@ OBJS       = $(EXT_SRCS:.cpp=.o) $(CORE_OBJS)
 REGRESS     = setup spend estimators privileges views hook_shapes hook_modes hook_schema
 
 WARNINGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-PG_CXXFLAGS = -std=c++17 $(WARNINGS) -Wno-register -Isrc
+PG_CXXFLAGS = -std=c++17 $(WARNINGS) -Wno-register -Isrc -MMD -MP
 SHLIB_LINK += -lstdc++
 EXTRA_CLEAN = $(CORE_OBJS) src/core/*.d src/ext/*.d test/unit/*.o test/unit/run_unit
 
@@ -37,7 +37,7 @@ core-purity:
 	@if grep -nE '^\s*#\s*include\s*[<"](postgres|postgres_ext|fmgr|pg_config|boost/asio|boost/beast)' src/core/*.hpp src/core/*.cpp; then \
 	  echo "src/core must not include PostgreSQL or Asio headers" >&2; exit 1; fi
 
--include $(CORE_OBJS:.o=.d)
+-include $(CORE_OBJS:.o=.d) $(EXT_SRCS:.cpp=.d)
 
 # Unit tests (GoogleTest) for the core.
 UNIT_SRCS := $(wildcard test/unit/*.cpp)

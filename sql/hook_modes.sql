@@ -77,7 +77,7 @@ COMMIT;
 
 -- Refusals: short on tokens, and a statement that can never fit.
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 20;
+SET ogc_throttle.capacity = 3;
 SET ogc_throttle.cost_max = 1000;
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05);
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05);
@@ -89,7 +89,7 @@ RESET ogc_throttle.capacity;
 SET ogc_throttle.mode = 'log';
 SET client_min_messages = log;
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 5;
+SET ogc_throttle.capacity = 2;
 SELECT charged_by($$SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05)$$) AS shadow;
 RESET client_min_messages;
 RESET ogc_throttle.capacity;

@@ -7,6 +7,7 @@ CREATE TABLE hook_pts AS
     FROM generate_series(0, 9999) i;
 CREATE INDEX ON hook_pts USING gist (geom);
 CREATE TABLE hook_pts_3857 AS SELECT id, ST_Transform(geom, 3857)::geometry(Point, 3857) AS geom FROM hook_pts;
+CREATE TABLE hook_pts_unanalysed WITH (autovacuum_enabled = false) AS SELECT * FROM hook_pts;
 ANALYZE hook_pts;
 ANALYZE hook_pts_3857;
 
@@ -14,6 +15,12 @@ CREATE FUNCTION priced(q text) RETURNS TABLE (call text, cost numeric) LANGUAGE 
   SELECT regexp_replace(call, ': [0-9.e+-]+$', ''), round(cost::numeric, 4)
     FROM throttle_explain(q) WHERE cost > 0 OR call LIKE 'total%' OR call LIKE 'rows capped%'
 $$;
+
+-- Rows come from PostGIS's statistics of the searched column where it has
+-- them (~N rows), else from the searched area × ogc_throttle.density.
+SELECT * FROM priced($$SELECT id FROM hook_pts_unanalysed WHERE geom && ST_MakeEnvelope(5, 50, 5.2, 50.2, 4326)$$);
+SELECT * FROM priced($$SELECT id FROM hook_pts WHERE geom && ST_MakeEnvelope(5, 50, 5.2, 50.2, 4326)$$);
+SELECT count(*) AS actual_rows FROM hook_pts WHERE geom && ST_MakeEnvelope(5, 50, 5.2, 50.2, 4326);
 
 -- ST_DWithin: geometry in degrees (converted at 111 319 m/°), geography in
 -- metres, a projected SRID in its own unit, the text variant.

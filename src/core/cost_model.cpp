@@ -86,6 +86,12 @@ Estimate estimate_radius(const CostModel& m, double radius_m, double limit) noex
     return priced(m, CostClass::Radius, capped(term(m.density_per_km2, area_km2), limit), 0.0);
 }
 
+Estimate estimate_known_rows(const CostModel& m, CostClass c, double rows, double limit) noexcept {
+    if (std::isnan(rows) || rows < 0) return fail("rows must be a non-negative number");
+    if (const char* p = limit_problem(limit)) return fail(p);
+    return priced(m, c, capped(rows, limit), 0.0);
+}
+
 Estimate estimate_features(const CostModel& m, double count) noexcept {
     if (std::isnan(count)) return fail("feature count is NaN");
     if (std::isinf(count)) return fail("feature count is infinite");

@@ -46,6 +46,8 @@ Estimate estimate_bbox(const CostModel& m, double area_km2, double limit = kNoLi
 Estimate estimate_radius(const CostModel& m, double radius_m, double limit = kNoLimit) noexcept;
 Estimate estimate_features(const CostModel& m, double count) noexcept;
 Estimate estimate_tile(const CostModel& m, int zoom, double limit = kNoLimit) noexcept;
+// A search of class c whose rows are known (from column statistics), capped by limit.
+Estimate estimate_known_rows(const CostModel& m, CostClass c, double rows, double limit = kNoLimit) noexcept;
 Estimate estimate_map(const CostModel& m, double width, double height, double area_km2) noexcept;
 Estimate estimate_coverage(const CostModel& m, double width, double height) noexcept;
 

@@ -10,8 +10,13 @@ bool close(double a, double b) noexcept {
     return a == b || std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
 }
 
-double price_one(const CostModel& m, const PricedCall& c, StatementFacts f) noexcept {
+double price_one(const CostModel& m, const PricedCall& c, StatementFacts f, double filter_rows) noexcept {
     if (!c.known) return m.cost_max;
+    if (c.rows >= 0 && c.kind != CallKind::Tile) {
+        Estimate e = estimate_known_rows(m, c.kind == CallKind::Radius ? CostClass::Radius : CostClass::Bbox, c.rows,
+                                         f.limit >= 0 ? f.limit : (f.builds_tiles ? m.tile_max_rows : kNoLimit));
+        return e.problem ? m.cost_max : e.cost;
+    }
     switch (c.kind) {
         case CallKind::Radius: {
             Estimate e = estimate_radius(m, c.radius_m, f.limit);
@@ -22,6 +27,11 @@ double price_one(const CostModel& m, const PricedCall& c, StatementFacts f) noex
             return e.problem ? m.cost_max : e.cost;
         }
         case CallKind::Tile: {
+            if (filter_rows >= 0) {
+                // The tile's own box filter knows, from the column's statistics, what the tile holds.
+                Estimate e = estimate_known_rows(m, CostClass::Tile, filter_rows, f.limit >= 0 ? f.limit : m.tile_max_rows);
+                return e.problem ? m.cost_max : e.cost;
+            }
             if (c.zoom >= 0) {
                 Estimate e = estimate_tile(m, c.zoom, f.limit);
                 return e.problem ? m.cost_max : e.cost;
@@ -61,11 +71,17 @@ bool same_box(const Box& a, const Box& b) noexcept {
 
 StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts) {
     StatementPrice out{0.0, false, 0};
+    // In a tile statement, the largest statistics estimate among its box
+    // filters prices its tile terms.
+    double filter_rows = -1;
+    for (std::size_t i = 0; i < n; i++)
+        if (facts.builds_tiles && calls[i].kind == CallKind::Bbox && calls[i].known)
+            filter_rows = std::max(filter_rows, calls[i].rows);
     for (std::size_t i = 0; i < n; i++) {
         PricedCall& c = calls[i];
         c.same_as = -1;
         c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
-        c.cost = c.folded_into_tile ? 0.0 : price_one(m, c, facts);
+        c.cost = c.folded_into_tile ? 0.0 : price_one(m, c, facts, filter_rows);
     }
     // Same box (or same tile) twice: keep the dearer appearance, zero the other.
     for (std::size_t i = 0; i < n; i++) {

@@ -2,15 +2,18 @@
 //
 // The rule (documented in doc/pricing-hook.md):
 //  1. Each call is priced as its class: a radius search by πr², a box by its
-//     area, a tile by its zoom (or bounds); rows are capped by the statement's
-//     LIMIT, or for tile statements without one by tile_max_rows.
+//     area, a tile by its zoom (or bounds); rows are the column statistics'
+//     estimate where the caller has one, else area × density; they are capped
+//     by the statement's LIMIT, or for tile statements without one by
+//     tile_max_rows.
 //  2. A call whose arguments cannot be known before execution costs cost_max.
 //  3. Calls with the same box (an envelope used twice, the index condition
 //     ST_DWithin derives) are charged once, at the highest price among them;
 //     so are tile terms framing the same tile (clip box, envelope with and
 //     without margin: one contains the other's centre).
 //  4. In a statement that builds tiles, bbox filters are the tile's own filter
-//     and are not charged besides the tile.
+//     and are not charged besides the tile; when a filter has a statistics
+//     estimate, the largest such estimate is the tile's rows.
 //  5. The statement pays the sum, clamped at cost_max; no priced call, no charge.
 #pragma once
 #include <cstddef>
@@ -35,6 +38,7 @@ struct PricedCall {
     Box box;
     double radius_m;  // Radius
     double area_km2;  // Bbox, and Tile when priced by its bounds
+    double rows;      // rows the search meets per the table's statistics; < 0 unknown (area × density then)
     int zoom;         // Tile when priced by zoom; -1 otherwise
     // Filled by price_statement:
     double cost;

@@ -13,6 +13,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "utils/datum.h"
@@ -25,6 +26,7 @@ namespace {
 
 struct Walk {
     ParamListInfo params;
+    List* rtable;
     MemoryContext eval_cxt;  // created on the first priced call
     core::PricedCall* calls;
     int ncalls;
@@ -146,6 +148,7 @@ core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role) {
     c->known = false;
     c->zoom = -1;
     c->same_as = -1;
+    c->rows = -1;
     return c;
 }
 
@@ -163,19 +166,42 @@ struct Side {
     bool has_box;
     GisBox box;
     int32 srid;
+    Datum value;  // when evaluated
 };
 
 Side read_geometry(Walk* w, Node* e) {
-    Side s{false, false, {}, 0};
+    Side s{false, false, {}, 0, 0};
     Datum d;
     if (!column_walker(e, w) && eval(w, e, &d)) {
         s.evaluated = true;
+        s.value = d;
         s.has_box = geometry_box(d, &s.box);
         s.srid = s.has_box ? s.box.srid : geometry_srid(d);
     } else {
         s.srid = srid_from_typmod(exprTypmod(e));
     }
     return s;
+}
+
+// The base-table column a search runs over, when that side is one: the key to
+// PostGIS's statistics for it.
+bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
+    while (IsA(e, RelabelType)) e = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(e)->arg);
+    if (!IsA(e, Var)) return false;
+    auto* v = reinterpret_cast<Var*>(e);
+    // Scan-level Vars name their range table entry; join-level ones (INNER_VAR…) do not.
+    if (v->varno < 1 || v->varno > list_length(w->rtable) || v->varattno <= 0) return false;
+    RangeTblEntry* rte = rt_fetch(v->varno, w->rtable);
+    if (rte->rtekind != RTE_RELATION) return false;
+    *relid = rte->relid;
+    *attnum = v->varattno;
+    return true;
+}
+
+double rows_from_statistics(Walk* w, Node* column, Datum search_geometry) {
+    Oid relid;
+    AttrNumber attnum;
+    return base_column(w, column, &relid, &attnum) ? estimated_rows(relid, attnum, search_geometry) : -1;
 }
 
 void on_dwithin(Walk* w, GisRole role, List* args) {
@@ -200,6 +226,9 @@ void on_dwithin(Walk* w, GisRole role, List* args) {
         // The box ST_DWithin's index condition (geom && ST_Expand(point, r)) searches.
         c->has_box = true;
         c->box = {point.box.xmin - r, point.box.ymin - r, point.box.xmax + r, point.box.ymax + r, point.box.srid};
+        Datum expanded;
+        if (role == GisRole::DWithinGeometry && expand_geometry(point.value, r, &expanded))
+            c->rows = rows_from_statistics(w, static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args)), expanded);
     }
 }
 
@@ -223,6 +252,7 @@ void on_bbox_filter(Walk* w, GisRole role, List* args) {
     c->area_km2 = area;
     c->has_box = true;
     c->box = to_box(s.box);
+    c->rows = rows_from_statistics(w, ca ? a : b, s.value);
 }
 
 void on_make_envelope(Walk* w, Node* call) {
@@ -372,7 +402,7 @@ void walk_plan(Plan* p, Walk* w) {
 }  // namespace
 
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
-    Walk w{params, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr};
+    Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr};
     walk_plan(stmt->planTree, &w);
     ListCell* lc;
     foreach (lc, stmt->subplans) walk_plan(static_cast<Plan*>(lfirst(lc)), &w);
@@ -405,6 +435,8 @@ char* describe_call(const core::PricedCall& c, int index) {
                 break;
         }
     }
+    if (c.known && c.rows >= 0 && c.kind != core::CallKind::Tile)
+        appendStringInfo(&s, ", ~%.0f rows by the column's statistics", c.rows);
     if (c.folded_into_tile)
         appendStringInfoString(&s, ": part of the tile, not charged");
     else if (c.same_as >= 0)

@@ -1,5 +1,6 @@
 #include "ext/postgis_functions.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 extern "C" {
@@ -7,6 +8,10 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
@@ -23,7 +28,7 @@ extern "C" {
 namespace ot::ext {
 namespace {
 
-enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, kHelpers };
+enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, Selectivity, Expand, kHelpers };
 
 struct Entry {
     Oid fn;
@@ -78,6 +83,10 @@ void classify(Oid fn, Form_pg_proc p) {
         role = GisRole::IntersectsGeometry;
     } else if (named(name, "st_srid") && named(arg0, "geometry")) {
         cache.helpers[SridOf] = fn;
+    } else if (named(name, "_postgis_selectivity") && p->pronargs == 4) {
+        cache.helpers[Selectivity] = fn;
+    } else if (named(name, "st_expand") && p->pronargs == 2 && named(arg0, "geometry")) {
+        cache.helpers[Expand] = fn;
     } else if (named(name, "box3d") && p->pronargs == 1) {
         if (named(arg0, "geometry")) cache.helpers[Box3dOfGeometry] = fn;
         if (named(arg0, "box2d")) cache.helpers[Box3dOfBox2d] = fn;
@@ -196,6 +205,49 @@ bool box2d_box(Datum box, GisBox* out) {
     if (isnull) return false;
     out->srid = 0;
     return box_from_box3d(box3d, out);
+}
+
+bool expand_geometry(Datum geometry, double d, Datum* out) {
+    if (!helpers_ready()) return false;
+    *out = OidFunctionCall2(cache.helpers[Expand], geometry, Float8GetDatum(d));
+    return true;
+}
+
+double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
+    if (!helpers_ready() || !SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(attnum),
+                                                   BoolGetDatum(false)))
+        return -1;
+    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(rel)) return -1;
+    const double reltuples = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->reltuples;
+    ReleaseSysCache(rel);
+    const char* attname = get_attname(relid, attnum, true);
+    if (reltuples < 0 || attname == nullptr) return -1;
+
+    // volatile: read after a longjmp back into this frame.
+    volatile double selectivity = -1;
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(cxt);
+    PG_TRY();
+    {
+        selectivity = DatumGetFloat8(OidFunctionCall4(cache.helpers[Selectivity], ObjectIdGetDatum(relid),
+                                                      CStringGetTextDatum(attname), geometry,
+                                                      CStringGetTextDatum("2")));
+        ReleaseCurrentSubTransaction();
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(cxt);
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+    }
+    PG_END_TRY();
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    if (!(selectivity >= 0)) return -1;
+    return std::min(1.0, static_cast<double>(selectivity)) * reltuples;
 }
 
 int32 srid_from_typmod(int32 typmod) {

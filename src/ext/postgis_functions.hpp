@@ -4,6 +4,10 @@
 #pragma once
 #include "ext/pg.hpp"
 
+extern "C" {
+#include "access/attnum.h"
+}
+
 namespace ot::ext {
 
 enum class GisRole : uint8 {
@@ -32,6 +36,15 @@ struct GisBox {
 bool geometry_box(Datum geometry, GisBox* out);
 bool box2d_box(Datum box, GisBox* out);
 int32 geometry_srid(Datum geometry);
+
+// Rows of a table's geometry column that a search over the bounding box of
+// `geometry` meets, from PostGIS's own column statistics
+// (_postgis_selectivity × reltuples). Negative when the table has none (never
+// analysed) or PostGIS cannot say; a PostGIS error here is swallowed (in a
+// subtransaction) rather than failing the statement being priced.
+double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry);
+// ST_Expand(geometry, d), or false when PostGIS cannot.
+bool expand_geometry(Datum geometry, double d, Datum* out);
 
 // SRID from a geometry column's typmod, 0 when the typmod says nothing.
 int32 srid_from_typmod(int32 typmod);
