@@ -32,23 +32,12 @@ void raise(const ErrorSpec& spec) {
 
 namespace detail {
 
-void rethrow_pg(ErrorData* edata) {
-    ReThrowError(edata);
-}
-
 ErrorSpec internal_error(const char* what) {
     return make_error(ERRCODE_INTERNAL_ERROR, "ogc_throttle: internal error", what, nullptr);
 }
 
 ErrorSpec out_of_memory() {
     return make_error(ERRCODE_OUT_OF_MEMORY, "ogc_throttle: out of memory");
-}
-
-ErrorData* capture_pg_error(MemoryContext back_to) {
-    MemoryContextSwitchTo(back_to);
-    ErrorData* e = CopyErrorData();
-    FlushErrorState();
-    return e;
 }
 
 }  // namespace detail

@@ -1,11 +1,9 @@
 #include "ext/srs_units.hpp"
 
 #include <boost/container/flat_map.hpp>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "ext/boundary.hpp"
 #include "ext/catalog.hpp"
 
 extern "C" {
@@ -79,6 +77,7 @@ Lookup query_spatial_ref_sys(int32 srid) {
     return out;
 }
 
+// A sorted vector: a few SRIDs per backend, looked up on every priced call.
 using Cache = boost::container::flat_map<int32, core::Srs>;
 
 Cache& cache() {
@@ -97,28 +96,32 @@ void register_invalidation() {
     registered = true;
 }
 
+void remember(int32 srid, core::Srs srs) {
+    // Runs inside plan walks that pass through PostgreSQL's C code, where no
+    // C++ exception may travel: a failed insert only means reading it again.
+    try {
+        cache().emplace(srid, srs);
+    } catch (...) {
+    }
+}
+
 }  // namespace
 
+// Nothing here throws: errors are ereports, made with no C++ object alive.
 core::Srs srs_for(int32 srid) {
     if (srid <= 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: SRID %d has no known units", srid),
                         errhint("Pass the SRID of the coordinates, for example 4326 or 3857.")));
-    Cache& c = cache();
+    const Cache& c = cache();
     if (auto it = c.find(srid); it != c.end()) return it->second;
-    // This function throws C++ exceptions, so its PostgreSQL calls go through
-    // pg_call: a failing SPI query then unwinds as C++, never as a longjmp.
-    const Lookup l = pg_call([srid] {
-        register_invalidation();
-        return query_spatial_ref_sys(srid);
-    });
-    if (!l.found) {
-        char message[128];
-        std::snprintf(message, sizeof message, "ogc_throttle: SRID %d is not in spatial_ref_sys", srid);
-        throw Error(make_error(ERRCODE_INVALID_PARAMETER_VALUE, message,
-                               "Without a spatial_ref_sys entry the units of the coordinates are unknown.",
-                               "Use an SRID listed in spatial_ref_sys, or add the missing one."));
-    }
-    c.emplace(srid, l.srs);
+    register_invalidation();
+    const Lookup l = query_spatial_ref_sys(srid);
+    if (!l.found)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("ogc_throttle: SRID %d is not in spatial_ref_sys", srid),
+                        errdetail("Without a spatial_ref_sys entry the units of the coordinates are unknown."),
+                        errhint("Use an SRID listed in spatial_ref_sys, or add the missing one.")));
+    remember(srid, l.srs);
     return l.srs;
 }
 
