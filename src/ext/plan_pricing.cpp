@@ -345,6 +345,13 @@ void on_limit(Walk* w, Limit* l) {
 
 void walk_plan(Plan* p, Walk* w);
 
+// The expressions a plan node of type T keeps in `field`, besides its
+// targetlist and qual.
+template <class T, class M>
+void walk_member(Plan* p, M T::*field, Walk* w) {
+    walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<T*>(p)->*field), w);
+}
+
 void walk_plans(List* plans, Walk* w) {
     ListCell* lc;
     foreach (lc, plans) walk_plan(static_cast<Plan*>(lfirst(lc)), w);
@@ -356,24 +363,12 @@ void walk_plan(Plan* p, Walk* w) {
     walk_exprs(reinterpret_cast<Node*>(p->targetlist), w);
     walk_exprs(reinterpret_cast<Node*>(p->qual), w);
     switch (nodeTag(p)) {
-        case T_IndexScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<IndexScan*>(p)->indexqualorig), w);
-            break;
-        case T_IndexOnlyScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<IndexOnlyScan*>(p)->indexqual), w);
-            break;
-        case T_BitmapIndexScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<BitmapIndexScan*>(p)->indexqualorig), w);
-            break;
-        case T_BitmapHeapScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<BitmapHeapScan*>(p)->bitmapqualorig), w);
-            break;
-        case T_FunctionScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<FunctionScan*>(p)->functions), w);
-            break;
-        case T_ValuesScan:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<ValuesScan*>(p)->values_lists), w);
-            break;
+        case T_IndexScan: walk_member(p, &IndexScan::indexqualorig, w); break;
+        case T_IndexOnlyScan: walk_member(p, &IndexOnlyScan::indexqual, w); break;
+        case T_BitmapIndexScan: walk_member(p, &BitmapIndexScan::indexqualorig, w); break;
+        case T_BitmapHeapScan: walk_member(p, &BitmapHeapScan::bitmapqualorig, w); break;
+        case T_FunctionScan: walk_member(p, &FunctionScan::functions, w); break;
+        case T_ValuesScan: walk_member(p, &ValuesScan::values_lists, w); break;
         case T_SubqueryScan: walk_plan(reinterpret_cast<SubqueryScan*>(p)->subplan, w); break;
         case T_Append: walk_plans(reinterpret_cast<Append*>(p)->appendplans, w); break;
         case T_MergeAppend: walk_plans(reinterpret_cast<MergeAppend*>(p)->mergeplans, w); break;
@@ -384,13 +379,11 @@ void walk_plan(Plan* p, Walk* w) {
             ListCell* lc;
             foreach (lc, reinterpret_cast<NestLoop*>(p)->nestParams)
                 w->nestloop_params = bms_add_member(w->nestloop_params, lfirst_node(NestLoopParam, lc)->paramno);
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<Join*>(p)->joinqual), w);
+            walk_member(p, &Join::joinqual, w);
             break;
         }
         case T_MergeJoin:
-        case T_HashJoin:
-            walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<Join*>(p)->joinqual), w);
-            break;
+        case T_HashJoin: walk_member(p, &Join::joinqual, w); break;
         case T_Limit: on_limit(w, reinterpret_cast<Limit*>(p)); break;
         case T_Result: walk_exprs(reinterpret_cast<Result*>(p)->resconstantqual, w); break;
         default: break;
