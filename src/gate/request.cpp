@@ -80,6 +80,21 @@ bool parse_bbox(std::string_view s, BboxIn& out, bool allow_crs_suffix, bool all
     return true;
 }
 
+// Bad escapes kept as written, later duplicates ignored.
+Query lenient_query(std::string_view raw) {
+    Query q;
+    q.raw = std::string(raw);
+    for (std::string_view part : split(raw, '&')) {
+        const std::size_t eq = part.find('=');
+        const std::string_view k = part.substr(0, eq);
+        const std::string_view v = eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1);
+        std::string key = to_upper(trim(percent_decode(k, true).value_or(std::string(k))));
+        if (key.empty() || q.find(key)) continue;
+        q.params.push_back({std::move(key), percent_decode(v, true).value_or(std::string(v))});
+    }
+    return q;
+}
+
 void parse_kvp(OgcRequest& r) {
     const Param* service = kvp(r, "SERVICE");
     const Param* request = kvp(r, "REQUEST");
@@ -325,9 +340,14 @@ OgcRequest parse_request(const HttpIn& in) {
     }
     r.path = std::move(*path);
     std::string why;
-    auto q = parse_query(qm == std::string_view::npos ? std::string_view{} : target.substr(qm + 1), &why);
+    const std::string_view raw_query = qm == std::string_view::npos ? std::string_view{} : target.substr(qm + 1);
+    auto q = parse_query(raw_query, &why);
     if (!q) {
+        // Still answer in the client's protocol: read SERVICE/REQUEST/VERSION
+        // leniently, only to choose the exception format.
         fail(r, why);
+        r.query = lenient_query(raw_query);
+        parse_kvp(r);
         return r;
     }
     r.query = std::move(*q);

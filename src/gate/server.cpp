@@ -201,8 +201,9 @@ private:
                    timeout ? "The map server behind this gate did not answer in time. Try again later or ask for less."
                            : "The map server behind this gate is not reachable. Try again later."};
         const Rendered r = render_error(assessment_.req.service, assessment_.req.dialect, e, cfg_->exception_status);
-        decision_.verdict = timeout ? "upstream_timeout" : "upstream_error";
-        upstream_error_ = ec.message();
+        // The verdict stays what the policy decided; the failure is logged
+        // beside it (and counted in ogc_gate_upstream_failures_total).
+        upstream_error_ = (timeout ? "timeout: " : "") + ec.message();
         HeaderList h = decision_.headers;
         h.push_back({"Cache-Control", "no-store"});
         respond(r.status, r.content_type, r.body, h);

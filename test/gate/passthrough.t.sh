@@ -67,7 +67,7 @@ check "log line has identity hash, class, cost, verdict, upstream status, latenc
   grep -qE '"class":"map".*"cost":[0-9.]+.*"identity":"[0-9a-f]{16}".*"latency_ms":.*"upstream_status":200,"verdict":"pass"' "$tmp/g/gate.log"
 
 # Headers the upstream sees (echo server).
-/usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" & echo_pid=$!
+/usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" 2>"$tmp/echo.err" & echo_pid=$!
 gate_start "$tmp/g2" "$GATE2" "$ADMIN2" "http://127.0.0.1:$ECHO" || not_ok "gate 2 starts"
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$ECHO/" && break; sleep 0.1; done
 seen=$(curl -s -H 'X-Request-Id: fwd-42' -H 'Authorization: Bearer s3cret' "http://127.0.0.1:$GATE2/some/path?a=1&B=%20x")

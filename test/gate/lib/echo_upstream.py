@@ -1,6 +1,6 @@
 # A stand-in upstream for header tests: answers every request with the
 # request line and headers it received as text/plain. Paths starting with
-# /slow sleep first (for timeout tests). Usage: python3 echo_upstream.py PORT
+# /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests). Usage: python3 echo_upstream.py PORT
 import sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -8,7 +8,9 @@ class H(BaseHTTPRequestHandler):
     def _answer(self):
         n = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(n) if n else b''
-        if self.path.startswith('/slow'):
+        if self.path.startswith('/slowish'):
+            time.sleep(0.8)
+        elif self.path.startswith('/slow'):
             time.sleep(3)
         out = ('%s %s\n' % (self.command, self.path)).encode() + bytes(self.headers) + b'\n' + body
         self.send_response(200)
