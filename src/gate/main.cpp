@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
         "Caps pixels and features, prices requests with the shared cost model and\n"
         "refuses over-budget clients in their own protocol (WMS/WFS/WMTS/WCS/OGC API).\n\n"
         "Usage: ogc-gate --upstream http://127.0.0.1:8080 --listen 127.0.0.1:8000 [options]\n\n"
-        "Options (flags win over the config file)");
+        "Options (flags win over the config file)",
+        100, 44);
     // clang-format off
     opts.add_options()
         ("help,h", "show this help and exit")

@@ -400,7 +400,7 @@ tcp::endpoint parse_listen(const std::string& hostport) {
 
 Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
     : ioc_(ioc), cfg_(std::move(cfg)), upstream_(parse_upstream(cfg_->upstream)), buckets_(cfg_->limits.max_keys),
-      public_(ioc), admin_(ioc) {}
+      public_(asio::make_strand(ioc)), admin_(asio::make_strand(ioc)) {}
 
 void Gate::start() {
     auto open = [](tcp::acceptor& a, const tcp::endpoint& ep) {
@@ -432,9 +432,12 @@ void Gate::reload(std::shared_ptr<const Config> cfg) {
 
 void Gate::drain_and_stop(double timeout_s) {
     draining_ = true;
-    beast::error_code ec;
-    public_.close(ec);
-    admin_.close(ec);
+    // Closed on their own strands: an accept may be completing on another thread.
+    for (tcp::acceptor* a : {&public_, &admin_})
+        asio::post(a->get_executor(), [a] {
+            beast::error_code ec;
+            a->close(ec);
+        });
     auto timer = std::make_shared<asio::steady_timer>(ioc_);
     const auto deadline = Clock::now() + ms(timeout_s);
     auto tick = std::make_shared<std::function<void()>>();
