@@ -148,6 +148,8 @@ void define_settings() {
 
 core::Budget current_budget() { return {capacity, rate}; }
 
+double current_cost_max() { return cost_max; }
+
 Mode current_mode() { return static_cast<Mode>(mode); }
 std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
 const char* identity_override() { return identity != nullptr && identity[0] != '\0' ? identity : nullptr; }

@@ -22,5 +22,6 @@ const char* identity_override();
 
 core::Budget current_budget();
 core::CostModel current_cost_model();
+double current_cost_max();
 
 }  // namespace ot::ext

@@ -32,7 +32,7 @@ double checked_cost(FunctionCallInfo fcinfo, int n) {
 // capacity below it breaks that promise. Said once per backend and setting.
 void warn_if_cost_max_exceeds(double capacity) {
     static double warned_capacity = -1, warned_cost_max = -1;
-    const double cost_max = current_cost_model().cost_max;
+    const double cost_max = current_cost_max();
     if (cost_max <= capacity || (capacity == warned_capacity && cost_max == warned_cost_max)) return;
     warned_capacity = capacity;
     warned_cost_max = cost_max;
