@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Instructions per statement with and without the pricing hook, counted by
+# callgrind: immune to other load on the machine, unlike tps. Optional
+# companion to run.sh (needs valgrind; about 3 minutes).
+#
+# One cluster with the data of run.sh, then `postgres --single` under
+# callgrind runs N and 3N EXECUTEs of one prepared statement per kind, with
+#   reject  the library preloaded, mode 'reject', budget never exhausted
+#   none    no library
+# Per statement = (Ir(3N) - Ir(N)) / 2N: start-up and one-time costs cancel.
+# One-time = Ir(N) - N x per statement, compared between the two (library
+# load, shared memory set-up, and the hook's first-use catalogue scan).
+# Knobs: N (300), NPOINTS (200000), KINDS ("select dwithin tile"), KEEP=1
+# keeps the work directory (callgrind files for callgrind_annotate).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$root/test/lib/pg.sh"
+N=${N:-300}
+NPOINTS=${NPOINTS:-200000}
+PORT=56403
+command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
+work=$(pg_tmpdir)
+running=""
+cleanup() { [ -n "$running" ] && pg_stop "$work" immediate; if [ -n "${KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+die() { echo "callgrind.sh: $*" >&2; exit 1; }
+
+cp "$here/setup.sql" "$work/" && chmod 644 "$work/setup.sql" || die "copy failed"
+pg_cluster_init "$work" "max_connections = 20" "jit = off" "autovacuum = off" || die "initdb failed"
+pg_start "$work" "$PORT" || die "postgres did not start"
+running=yes
+as_pg timeout 300 /usr/lib/postgresql/15/bin/pgbench -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 ||
+  die "pgbench -i failed"
+as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres -v npoints="$NPOINTS" \
+  -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
+pg_stop "$work"
+running=""
+
+# The statements of run.sh, as prepared statements with random arguments.
+gen() {  # gen KIND COUNT
+  awk -v kind="$1" -v n="$2" 'BEGIN {
+    srand(7)
+    if (kind == "select") print "PREPARE q(int) AS SELECT abalance FROM pgbench_accounts WHERE aid = $1;"
+    if (kind == "dwithin") print "PREPARE q(float8, float8, float8) AS SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint($1, $2), 3857), $3);"
+    if (kind == "tile") print "PREPARE q(int, int, int) AS SELECT length(ST_AsMVT(t, \x27pts\x27)) FROM (SELECT id, kind, ST_AsMVTGeom(geom, ST_TileEnvelope($1, $2, $3), 4096, 64, true) AS geom FROM pts WHERE geom && ST_TileEnvelope($1, $2, $3, margin => 0.015625)) t;"
+    for (i = 0; i < n; i++) {
+      if (kind == "select") printf "EXECUTE q(%d);\n", 1 + int(rand() * 100000)
+      if (kind == "dwithin") printf "EXECUTE q(%d, %d, %d);\n", 556597 + int(rand() * 1113195), 5621521 + int(rand() * 1740345), 100 + int(rand() * 4900)
+      if (kind == "tile") printf "EXECUTE q(13, %d, %d);\n", 4210 + int(rand() * 227), 2592 + int(rand() * 354)
+    }
+  }'
+}
+ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
+  local f="$work/$1.$2.$3" opts=(-c shared_preload_libraries=)
+  [ "$3" = reject ] && opts=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
+    -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=1000000000 -c ogc_throttle.cost_max=1000000)
+  gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
+  as_pg timeout 600 valgrind --tool=callgrind --callgrind-out-file="$f.out" \
+    /usr/lib/postgresql/15/bin/postgres --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
+  grep -q ERROR "$f.log" && { grep -m3 ERROR "$f.log" >&2; die "$1 under $3 failed"; }
+  sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
+}
+
+echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind"
+printf '%-9s | %12s | %12s | %10s | %7s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "one-time extra (library + first statement)"
+printf -- '%.0s-' $(seq 100); echo
+for kind in ${KINDS:-select dwithin tile}; do
+  a1=$(ir $kind "$N" none); a3=$(ir $kind $((3 * N)) none)
+  b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
+  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$kind" 'BEGIN {
+    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n)
+    oa = a1 - n * pa; ob = b1 - n * pb
+    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, (ob - oa) / 1e6 }'
+done
+echo "ratio = none/hook per statement: the throughput a server-CPU-bound run would keep (the tps ratio is"
+echo "closer to 1, since pgbench and the kernel's socket work take part of each transaction)."

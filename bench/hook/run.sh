@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# Cost of the pricing hook (issue 3), from one run: two clusters side by side,
+#   A  ogc_throttle preloaded, ogc_throttle.mode = 'reject' with a budget nothing
+#      ever exhausts, so every statement takes the full path (plan walk, argument
+#      evaluation, pricing, spend);
+#   B  the same PostgreSQL without the library,
+# same data, same settings otherwise. pgbench -M prepared, 2 clients, alternating
+# A/B over several rounds, for select-only (-S, nothing to price) and a PostGIS
+# script (ST_DWithin + an ST_AsMVT tile, random arguments); select-only with a
+# new connection per transaction (-C). Then one extra pair of each with A at
+# mode 'off' (library loaded, hook returns at once). tps and server CPU per
+# transaction (from the postmaster's reaped-children times) for every run.
+# Not part of the tests. Everything started is stopped on exit.
+# Knobs (environment): ROUNDS (5), SECS per pgbench run (6), OFF_ROUNDS (1), CONNECT_ROUNDS (3),
+# NPOINTS (200000), SCALE (pgbench -i scale, 1).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$root/test/lib/pg.sh"
+
+ROUNDS=${ROUNDS:-5}
+SECS=${SECS:-6}
+OFF_ROUNDS=${OFF_ROUNDS:-1}
+CONNECT_ROUNDS=${CONNECT_ROUNDS:-3}
+NPOINTS=${NPOINTS:-200000}
+SCALE=${SCALE:-1}
+PGBENCH=/usr/lib/postgresql/15/bin/pgbench
+[ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
+# Unix sockets only (listen_addresses = ''), each in its own private directory;
+# the port numbers only name the sockets. Kept in 56400-56420.
+PORT_A=56401
+PORT_B=56402
+
+work=$(pg_tmpdir)
+A="$work/a"
+B="$work/b"
+started=()
+cleanup() {
+  local d
+  for d in "${started[@]}"; do pg_stop "$d" immediate; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+die() { echo "run.sh: $*" >&2; exit 1; }
+# bounded SECONDS CMD...: a client program run as postgres with a wall-clock limit
+bounded() { local s=$1; shift; as_pg timeout --kill-after=5 "$s" "$@"; }
+# psql_to DIR PORT SECONDS [psql args...]
+psql_to() {
+  local dir=$1 port=$2 s=$3; shift 3
+  bounded "$s" psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres "$@"
+}
+
+cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench || die "copy failed"
+
+common_conf=(
+  "max_connections = 20"
+  "shared_buffers = '128MB'"
+  "synchronous_commit = off"
+  "jit = off"
+  # read-only workload after a VACUUM ANALYZE: autovacuum would only add noise
+  "autovacuum = off"
+)
+pg_cluster_init "$A" "${common_conf[@]}" \
+  "shared_preload_libraries = 'ogc_throttle'" \
+  "ogc_throttle.mode = 'reject'" \
+  "ogc_throttle.capacity = 1000000000" \
+  "ogc_throttle.rate = 1000000000" \
+  "ogc_throttle.cost_max = 1000000" || die "initdb A failed"
+pg_cluster_init "$B" "${common_conf[@]}" || die "initdb B failed"
+libfile="$(pg_config --pkglibdir)/ogc_throttle.so"
+libid() { echo "$(md5sum <"$libfile" | cut -c1-12), installed $(date -r "$libfile" '+%F %T')"; }
+lib_at_start=$(libid)
+pg_start "$A" "$PORT_A" || { tail -n 20 "$A/server.log"; die "A did not start"; }
+started+=("$A")
+pg_start "$B" "$PORT_B" || { tail -n 20 "$B/server.log"; die "B did not start"; }
+started+=("$B")
+
+qa() { psql_to "$A" "$PORT_A" 120 -d postgres -At -c "$1"; }
+qb() { psql_to "$B" "$PORT_B" 120 -d postgres -At -c "$1"; }
+
+echo "# setup: pgbench -i -s $SCALE and $NPOINTS points with a GiST index in A and B"
+for c in A B; do
+  d=$A; p=$PORT_A; [ $c = B ] && { d=$B; p=$PORT_B; }
+  bounded 300 "$PGBENCH" -i -q -s "$SCALE" -h "$d" -p "$p" -U postgres postgres >"$work/init_$c.log" 2>&1 ||
+    { cat "$work/init_$c.log"; die "pgbench -i failed on $c"; }
+  psql_to "$d" "$p" 300 -d postgres -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null ||
+    die "setup.sql failed on $c"
+  psql_to "$d" "$p" 120 -d postgres -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null || die "vacuum failed on $c"
+done
+qa "CREATE EXTENSION ogc_throttle" >/dev/null || die "CREATE EXTENSION ogc_throttle failed on A"
+
+echo "# A: shared_preload_libraries = '$(qa 'SHOW shared_preload_libraries')', mode = $(qa 'SHOW ogc_throttle.mode'), capacity = $(qa 'SHOW ogc_throttle.capacity'), rate = $(qa 'SHOW ogc_throttle.rate'), cost_max = $(qa 'SHOW ogc_throttle.cost_max')"
+echo "# A loaded $libfile: md5 $lib_at_start"
+echo "# B: shared_preload_libraries = '$(qb 'SHOW shared_preload_libraries')', ogc_throttle loaded: $(qb "SELECT count(*) > 0 FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")"
+[ "$(qb "SELECT count(*) FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")" = 0 ] || die "B has the library loaded"
+echo "# same data: A $(qa "SELECT count(*) || ' points, ' || (SELECT count(*) FROM pgbench_accounts) || ' accounts, checksum ' || sum(hashtext(ST_AsText(geom))::numeric) FROM pts")"
+echo "#            B $(qb "SELECT count(*) || ' points, ' || (SELECT count(*) FROM pgbench_accounts) || ' accounts, checksum ' || sum(hashtext(ST_AsText(geom))::numeric) FROM pts")"
+
+# Server CPU, robust to other load on the machine: a backend's CPU time is
+# added to the postmaster's cutime + cstime when it exits and is reaped, so the
+# postmaster's children-time difference across a pgbench run (pgbench opens
+# its own connections and closes them at the end) is the CPU its backends used.
+CLK_TCK=$(getconf CLK_TCK)
+postmaster_pid() { head -n 1 "$1/data/postmaster.pid"; }
+children_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $14 + $15 }'; }
+nchildren() { ps -o pid= --ppid "$1" | wc -l; }
+
+# pgbench_run CLUSTER(A|B) SCRIPT(select|postgis) SECS|-tN -> tps (or nan);
+# leaves the server CPU microseconds per transaction in $work/last_cpu.
+pgbench_run() {
+  local d=$A p=$PORT_A len=(-T "$3") script=(-S)
+  [ "$1" = B ] && { d=$B; p=$PORT_B; }
+  [ "$2" = postgis ] && script=(-f "$work/postgis.pgbench")
+  [ "$2" = connect ] && script=(-S -C)
+  case $3 in -t*) len=("$3") ;; esac
+  local pm base t0 t1 ntx
+  pm=$(postmaster_pid "$d"); base=$(nchildren "$pm"); t0=$(children_ticks "$pm")
+  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c 2 -j 2 "${len[@]}" "${script[@]}" \
+    -h "$d" -p "$p" -U postgres postgres >"$work/last_pgbench.log" 2>&1
+  local tps
+  tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/last_pgbench.log")
+  if [ -z "$tps" ] || grep -q 'aborted\|error' "$work/last_pgbench.log"; then
+    echo "run.sh: pgbench on $1 ($2) failed:" >&2; tail -n 5 "$work/last_pgbench.log" >&2; echo nan; echo nan >"$work/last_cpu"; return
+  fi
+  # wait (at most 5 s) until the run's backends have exited and been reaped
+  for _ in $(seq 50); do [ "$(nchildren "$pm")" -le "$base" ] && break; sleep 0.1; done
+  t1=$(children_ticks "$pm")
+  ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/last_pgbench.log")
+  awk -v a="$t0" -v b="$t1" -v n="${ntx:-0}" -v hz="$CLK_TCK" \
+    'BEGIN { if (n > 0) printf "%.2f\n", (b - a) / hz * 1e6 / n; else print "nan" }' >"$work/last_cpu"
+  printf '%.0f\n' "$tps"
+}
+
+# --- Evidence that the hook prices and charges on A (before timing)
+stat() { qa "SELECT statements_priced || ' ' || spends || ' ' || round(cost_charged::numeric, 1) FROM throttle_stats"; }
+echo
+echo "# Evidence on A (throttle_stats: statements_priced spends cost_charged)"
+echo "#   how the hook prices the two PostGIS statements (throttle_explain, sample arguments):"
+qa "SELECT '#     ' || call || coalesce(' -> ' || cost, '') FROM throttle_explain(\$q\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(1000000, 6500000), 3857), 2500)\$q\$)"
+qa "SELECT '#     ' || call || coalesce(' -> ' || cost, '') FROM throttle_explain(\$q\$SELECT length(ST_AsMVT(t, 'pts')) FROM (SELECT id, kind, ST_AsMVTGeom(geom, ST_TileEnvelope(13, 4300, 2700), 4096, 64, true) AS geom FROM pts WHERE geom && ST_TileEnvelope(13, 4300, 2700, margin => 0.015625)) t\$q\$)"
+s0=($(stat))
+pgbench_run A select -t500 >/dev/null
+s1=($(stat))
+pgbench_run A postgis -t500 >/dev/null
+s2=($(stat))
+sel_priced=$((s1[0] - s0[0])); gis_priced=$((s2[0] - s1[0])); gis_spends=$((s2[1] - s1[1]))
+echo "#   before:                     ${s0[*]}"
+echo "#   after select-only, 2x500 tx: ${s1[*]}   (priced +$sel_priced)"
+echo "#   after PostGIS,     2x500 tx: ${s2[*]}   (priced +$gis_priced, spends +$gis_spends; 2 statements per tx)"
+hook_ok=yes
+[ "$sel_priced" = 0 ] || { hook_ok=no; echo "#   UNEXPECTED: select-only statements were priced"; }
+[ "$gis_priced" -ge 2000 ] && [ "$gis_spends" -ge 2000 ] ||
+  { hook_ok=no; echo "#   UNEXPECTED: PostGIS statements were not all priced and charged (expected >= 2000)"; }
+# The same PostGIS statements in B run and return the same kind of result
+pgbench_run B postgis -t100 >/dev/null
+[ "$(qb "SELECT 1")" = 1 ] || die "B is not answering"
+echo "#   hook prices and charges on A: $hook_ok"
+
+# --- Warm-up (caches, plans) on both, not recorded
+for c in A B; do for s in select postgis; do pgbench_run "$c" "$s" 2 >/dev/null; done; done
+
+declare -A vals
+add() { vals[$1]+="$2 "; }
+median() {
+  tr ' ' '\n' <<<"${vals[$1]:-}" | grep -v '^$' | grep -v nan | sort -g |
+    awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# Median over rounds of the A/B ratio within each round: the two runs of a
+# round sat next to each other in time, so load that drifts over minutes
+# (other people's compiles) cancels out better than in a ratio of medians.
+pratio() {
+  paste -d' ' <(tr ' ' '\n' <<<"${vals[$1]:-}" | grep -v '^$') <(tr ' ' '\n' <<<"${vals[$2]:-}" | grep -v '^$') |
+    awk '$1 != "nan" && $2 != "nan" && $2 > 0 { print $1 / $2 }' | sort -g |
+    awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else printf "%.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+
+echo
+echo "# Timing: pgbench -M prepared -c 2 -j 2 -T $SECS, $ROUNDS rounds; within a round A and B alternate"
+echo "# (odd rounds A first, even rounds B first). Other work on this 2-core machine lands in the"
+echo "# figures: compare the ratios within rounds, not absolute tps."
+for r in $(seq "$ROUNDS"); do
+  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  line="# round $r/$ROUNDS (load $(loadavg)):"
+  for s in select postgis; do
+    for c in "${order[@]}"; do
+      v=$(pgbench_run "$c" "$s" "$SECS"); add "${s}_$c" "$v"; add "cpu_${s}_$c" "$(cat "$work/last_cpu")"
+      line+=" $s/$c=$v"
+    done
+  done
+  echo "$line"
+done
+
+# --- A new connection per transaction (pgbench -C), select-only: what a
+# client that connects per request (CGI map servers) sees. Informative.
+echo "# select-only with a new connection per transaction (-C), $CONNECT_ROUNDS alternating pair(s)"
+for r in $(seq "$CONNECT_ROUNDS"); do
+  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  line="# connect pair $r/$CONNECT_ROUNDS (load $(loadavg)):"
+  for c in "${order[@]}"; do
+    v=$(pgbench_run "$c" connect "$SECS"); add "connect_$c" "$v"; add "cpu_connect_$c" "$(cat "$work/last_cpu")"
+    line+=" connect/$c=$v"
+  done
+  echo "$line"
+done
+
+# --- A with mode 'off': library loaded, the hook returns at once
+qa "ALTER SYSTEM SET ogc_throttle.mode = 'off'" >/dev/null && qa "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+echo "# A switched to ogc_throttle.mode = $(qa 'SHOW ogc_throttle.mode') (reload) for $OFF_ROUNDS extra pair(s) per script"
+p0=$(stat)
+for r in $(seq "$OFF_ROUNDS"); do
+  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  line="# off pair $r/$OFF_ROUNDS (load $(loadavg)):"
+  for s in select postgis connect; do
+    for c in "${order[@]}"; do
+      v=$(pgbench_run "$c" "$s" "$SECS"); add "off_${s}_$c" "$v"; add "cpu_off_${s}_$c" "$(cat "$work/last_cpu")"
+      line+=" $s/$c=$v"
+    done
+  done
+  echo "$line"
+done
+p1=$(stat)
+echo "# throttle_stats on A across the mode-off runs: $p0 -> $p1 (nothing priced: $([ "${p0%% *}" = "${p1%% *}" ] && echo yes || echo no))"
+qa "ALTER SYSTEM RESET ogc_throttle.mode" >/dev/null && qa "SELECT pg_reload_conf()" >/dev/null
+
+echo
+echo "tps per round (A = hook on, B = no library)"
+for k in select_A select_B postgis_A postgis_B connect_A connect_B off_select_A off_select_B off_postgis_A off_postgis_B off_connect_A off_connect_B; do
+  printf '  %-15s %-40s server CPU µs/tx: %s\n' "$k" "${vals[$k]% }" "${vals[cpu_$k]% }"
+done
+spread() {  # max/min of B's rounds: how noisy the machine was
+  tr ' ' '\n' <<<"${vals[$1]:-}" | grep -v '^$' | grep -v nan | sort -g |
+    awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (lo > 0) printf "%.2f", hi / lo; else print "nan" }'
+}
+echo "  noise: max/min over rounds of B = select $(spread select_B), postgis $(spread postgis_B)"
+
+rows=()
+row() {  # figure, A key, B key, target
+  local ratio met
+  ratio=$(pratio "$2" "$3")
+  met=$(awk -v v="$ratio" -v t="$4" 'BEGIN { if (t == "-") print "-"; else if (v == "nan") print "no"; else print (v >= t ? "yes" : "no") }')
+  rows+=("$1|$(median "$2")|$(median "$3")|$ratio|$([ "$4" = - ] && echo - || echo ">= $4")|$met")
+}
+row "select-only (-S), hook on (reject)" select_A select_B 0.98
+row "PostGIS (ST_DWithin + ST_AsMVT), hook on (reject)" postgis_A postgis_B 0.97
+row "select-only, new connection per tx (-C)" connect_A connect_B -
+row "select-only (-S), A mode off ($OFF_ROUNDS pair)" off_select_A off_select_B -
+row "PostGIS, A mode off ($OFF_ROUNDS pair)" off_postgis_A off_postgis_B -
+row "select-only -C, A mode off ($OFF_ROUNDS pair)" off_connect_A off_connect_B -
+echo
+echo "A = ogc_throttle preloaded (mode reject, budget never exhausted); B = no library. tps: medians over rounds;"
+echo "ratio: median over rounds of A/B within the round (so it need not equal the ratio of the medians)."
+printf '%-52s | %9s | %9s | %6s | %7s | %s\n' figure "A tps" "B tps" ratio target "met?"
+printf -- '%.0s-' $(seq 105); echo
+for x in "${rows[@]}"; do
+  IFS='|' read -r a b c d e f <<<"$x"
+  printf '%-52s | %9s | %9s | %6s | %7s | %s\n' "$a" "$b" "$c" "$d" "$e" "$f"
+done
+echo "hook verified charging on A before timing: $hook_ok"
+lib_at_end=$(libid)
+[ "$lib_at_end" = "$lib_at_start" ] ||
+  echo "note: $libfile was reinstalled during the run ($lib_at_end); A kept running the build it loaded at start ($lib_at_start)"
+
+# The same runs seen as server CPU per transaction (all backends, µs): other
+# people's load stretches wall-clock time but hardly the CPU a transaction
+# needs, so this is the steadier view of what the hook adds.
+echo
+echo "Server CPU per transaction, µs (backends' user+sys from the postmaster's reaped-children times; median over rounds)"
+printf '%-52s | %9s | %9s | %9s | %s\n' figure "A µs/tx" "B µs/tx" "A - B" "B/A (tps-equivalent)"
+printf -- '%.0s-' $(seq 105); echo
+cpu_row() {
+  local a b
+  a=$(median "$2"); b=$(median "$3")
+  printf '%-52s | %9s | %9s | %9s | %s\n' "$1" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%+.2f", a - b }')" \
+    "$(pratio "$3" "$2")"
+}
+cpu_row "select-only (-S), hook on (reject)" cpu_select_A cpu_select_B
+cpu_row "PostGIS (ST_DWithin + ST_AsMVT), hook on (reject)" cpu_postgis_A cpu_postgis_B
+cpu_row "select-only, new connection per tx (-C)" cpu_connect_A cpu_connect_B
+cpu_row "select-only (-S), A mode off ($OFF_ROUNDS pair)" cpu_off_select_A cpu_off_select_B
+cpu_row "PostGIS, A mode off ($OFF_ROUNDS pair)" cpu_off_postgis_A cpu_off_postgis_B
+cpu_row "select-only -C, A mode off ($OFF_ROUNDS pair)" cpu_off_connect_A cpu_off_connect_B
