@@ -4,10 +4,10 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
-ECHO=18300 G1=18301 A1=18302 G2=18303 A2=18304 G3=18305 A3=18306 DEAD=18309
+ECHO=18300 G1=18301 A1=18302 G2=18303 A2=18304 G3=18305 A3=18306 G4=18307 A4=18308 DEAD=18309
 tmp=$(mktemp -d)
 echo_pid=
-cleanup() { for g in g1 g2 g3; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { for g in g1 g2 g3 g4; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 [ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
 
@@ -74,6 +74,10 @@ h=$(curl -s -D - -o /dev/null -H 'X-Api-Key: gold-key' "http://127.0.0.1:$G2/$CA
 check "an API key listed in a tier gets that tier's budget" grep -q '"partner";q=1000' <<<"$h"
 fwd=$(curl -s "http://127.0.0.1:$G2/collections/x/items?limit=5000&f=json" -H 'X-Api-Key: gold-key')
 check "OGC API limit above the maximum is clamped, not refused" grep -q '^GET /collections/x/items?limit=50&f=json' <<<"$fwd"
+fwd=$(curl -s -H 'X-Api-Key: gold-key' -H 'Content-Type: application/json' --data '{"collections":["x"],"limit":5000}' "http://127.0.0.1:$G2/search")
+check "OGC API search body: limit clamped in the forwarded body" grep -q '"limit":50' <<<"$fwd"
+st=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Api-Key: gold-key' -H 'Content-Type: application/json' --data '{"limit":' "http://127.0.0.1:$G2/search")
+check_eq "OGC API search with a broken body: 400, not forwarded" 400 "$st"
 st=$(curl -s -o "$tmp/slow" -w '%{http_code}' -H 'X-Api-Key: gold-key' "http://127.0.0.1:$G2/slow?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetCapabilities")
 check_eq "upstream timeout gives 504" 504 "$st"
 check "... as an OWS exception report" grep -q 'ows:ExceptionReport' "$tmp/slow"
@@ -107,6 +111,13 @@ check_eq "bad percent-encoding gets an exception (200 for WMS)" 200 "$st"
 st=$(curl -s -o "$tmp/z" -w '%{http_code}' -H 'X-Api-Key: z' "http://127.0.0.1:$G1/tiles/40/1/1.png")
 check_eq "XYZ zoom beyond the maximum gets 400" 400 "$st"
 check "gate still alive after all that" kill -0 "$(cat "$tmp/g1/gate.pid")"
+
+# g4: buckets stay exact under the gate's threads: 200 requests from 16
+# parallel clients against a 50-unit bucket that barely refills.
+gate_start "$tmp/g4" "$G4" "$A4" "http://127.0.0.1:$ECHO" --threads 4 --burst 50 --rate 0.01 || not_ok "gate 4 starts"
+seq 1 200 | xargs -P 16 -I{} curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$G4/$CAPS" >"$tmp/par"
+check_eq "under 16 parallel clients and 4 threads exactly 50 of 200 pass" "50 150" \
+  "$(grep -c '^200$' "$tmp/par") $(grep -c '^429$' "$tmp/par")"
 
 # g3: upstream down, shadow mode.
 gate_start "$tmp/g3" "$G3" "$A3" "http://127.0.0.1:$DEAD" --burst 2 --rate 0.1 --shadow || not_ok "gate 3 starts"
