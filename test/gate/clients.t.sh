@@ -63,6 +63,11 @@ OGR_WFS_PAGE_SIZE=500 ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE400/?SERVICE
 check "(why 200) with HTTP 400, ogrinfo shows only the status, not the reason" \
   bash -c "grep -q '400' ogr-400.out && ! grep -q '$FEATURES_REASON' ogr-400.out"
 
+# --- GDAL, OGC API Features (MapServer's /demo/ogcapi) ------------------------
+n=$(ogrinfo -ro -al -q -oo PAGE_SIZE=5000 "OAPIF:http://127.0.0.1:$GATE/demo/ogcapi" pts 2>/dev/null | grep -c '^OGRFeature(')
+check_eq "ogrinfo OAPIF with limit=5000: clamped to 100 per page, all 500 read via next links" 500 "$n"
+check "... the gate logged the clamp" grep -q '"note":"clamped limit 5000->100"' "$tmp/g/gate.log"
+
 # --- OWSLib ------------------------------------------------------------------
 owslib() {  # port -> one line per case: "<case> <outcome>: <message>"
   /usr/bin/python3 - "$1" <<'PY'
@@ -93,6 +98,11 @@ for v in ('1.0.0', '1.1.0', '2.0.0'):
         b = f.getfeature(typename=['pts'], maxfeatures=7).read()
         assert b.count(b'<ms:pts') == 7, b[:300]
     run('wfs-%s-small' % v, small)
+from owslib.ogcapi.features import Features
+def api():
+    n = len(Features(u + 'demo/ogcapi').collection_items('pts', limit=5000)['features'])
+    assert n == 100, n
+run('oapif-limit', api)
 PY
 }
 owslib "$GATE" >owslib.out 2>&1
@@ -104,6 +114,7 @@ for v in 1.0.0 1.1.0 2.0.0; do
   check "OWSLib WFS $v: feature cap raises ServiceException with the reason" grep -q "^wfs-$v-big ServiceException: .*$FEATURES_REASON" owslib.out
   check "OWSLib WFS $v: 7 features pass" grep -q "^wfs-$v-small ok" owslib.out
 done
+check "OWSLib OGC API Features: limit=5000 is clamped to 100, not an error" grep -q '^oapif-limit ok' owslib.out
 owslib "$GATE400" >owslib-400.out 2>&1
 check "(400 also works for OWSLib) WMS 1.3.0 reason in the ServiceException" grep -q "^wms-1.3.0-big ServiceException: .*$PIXELS_REASON" owslib-400.out
 [ "$TAP_FAILED" = 0 ] || { echo "--- owslib.out"; cat owslib.out; echo "--- gdal"; head -3 gdal-*.out ogr-*.out; }

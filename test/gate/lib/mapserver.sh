@@ -39,6 +39,8 @@ MAP
       "ows_keywordlist" "demo,points"
       "ows_srs" "EPSG:4326 EPSG:3857"
       "ows_enable_request" "*"
+      "oga_onlineresource" "${2%/}/demo/ogcapi"
+      "oga_html_template_directory" "/usr/share/mapserver/ogcapi/templates/html-plain/"
       "wms_feature_info_mime_type" "text/html"
       "wfs_getfeature_formatlist" "gml,geojson"
     END
@@ -78,6 +80,10 @@ CONFIG
     MS_MAPFILE "$1/demo.map"
     MS_ERRORFILE "$1/run/mapserver.log"
   END
+  # OGC API Features answers under /demo/ogcapi/ (PATH_INFO names the map).
+  MAPS
+    "demo" "$1/demo.map"
+  END
 END
 CONF
 }
@@ -100,6 +106,7 @@ fastcgi.server = ("/" => ((
   "bin-path" => "/usr/lib/cgi-bin/mapserv",
   "bin-environment" => ("MAPSERVER_CONFIG_FILE" => "$dir/mapserver.conf"),
   "check-local" => "disable",
+  "fix-root-scriptname" => "enable",
   "max-procs" => 2
 )))
 CONF
