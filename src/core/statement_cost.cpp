@@ -91,8 +91,12 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
             PricedCall& first = calls[j];
             if (first.folded_into_tile || !first.has_box || !first.known || first.same_as >= 0) continue;
             if (!merges(first, c)) continue;
-            if (c.cost > first.cost) {
+            // A price made from the table's statistics beats one from area ×
+            // density; between equals, the dearer.
+            const bool c_informed = c.rows >= 0, first_informed = first.rows >= 0;
+            if ((c_informed && !first_informed) || (c_informed == first_informed && c.cost > first.cost)) {
                 first.cost = c.cost;
+                first.rows = c.rows;
             }
             c.cost = 0.0;
             c.same_as = static_cast<int>(j);

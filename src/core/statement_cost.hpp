@@ -8,7 +8,8 @@
 //     tile_max_rows.
 //  2. A call whose arguments cannot be known before execution costs cost_max.
 //  3. Calls with the same box (an envelope used twice, the index condition
-//     ST_DWithin derives) are charged once, at the highest price among them;
+//     ST_DWithin derives) are charged once: at the price made from the
+//     table's statistics if one is, else at the highest price among them;
 //     so are tile terms framing the same tile (clip box, envelope with and
 //     without margin: one contains the other's centre).
 //  4. In a statement that builds tiles, bbox filters are the tile's own filter

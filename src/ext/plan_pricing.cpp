@@ -35,6 +35,7 @@ struct Walk {
     bool asmvt;
     double limit;
     Bitmapset* nestloop_params;  // PARAM_EXEC ids that carry an outer row's column
+    double plan_rows;            // the planner's row estimate for the node being walked
 };
 
 // PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
@@ -198,10 +199,25 @@ bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
     return true;
 }
 
-double rows_from_statistics(Walk* w, Node* column, Datum search_geometry) {
+bool param_walker(Node* node, void*) {
+    if (node == nullptr) return false;
+    if (IsA(node, Param)) return true;
+    return expression_tree_walker(node, as_walker(param_walker), nullptr);
+}
+
+// Rows a search over a base column meets. When the planner saw the search's
+// value (a literal, a folded constant, a custom plan), its estimate for the
+// scan — made by PostGIS's own selectivity function — is already in the plan,
+// for free. A generic plan estimated a parameter blindly: then ask PostGIS for
+// this execution's value (about 100 µs), once per distinct box per statement.
+double rows_from_statistics(Walk* w, Node* column, Node* search, Datum search_geometry, const core::Box& box) {
     Oid relid;
     AttrNumber attnum;
-    return base_column(w, column, &relid, &attnum) ? estimated_rows(relid, attnum, search_geometry) : -1;
+    if (!base_column(w, column, &relid, &attnum)) return -1;
+    if (!param_walker(search, nullptr)) return has_statistics(relid, attnum) ? w->plan_rows : -1;
+    for (int i = 0; i < w->ncalls - 1; i++)
+        if (w->calls[i].rows >= 0 && w->calls[i].has_box && core::same_box(w->calls[i].box, box)) return w->calls[i].rows;
+    return estimated_rows(relid, attnum, search_geometry);
 }
 
 void on_dwithin(Walk* w, GisRole role, List* args) {
@@ -226,9 +242,15 @@ void on_dwithin(Walk* w, GisRole role, List* args) {
         // The box ST_DWithin's index condition (geom && ST_Expand(point, r)) searches.
         c->has_box = true;
         c->box = {point.box.xmin - r, point.box.ymin - r, point.box.xmax + r, point.box.ymax + r, point.box.srid};
+        // The planner's rows for the scan are what is left after the radius
+        // filter, not what the search meets; the index condition it derives
+        // (the same box, as an && term) carries those. Only a parameter, which
+        // the generic plan could not see, needs PostGIS asked directly.
+        Node* column = static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args));
+        const bool blind = param_walker(reinterpret_cast<Node*>(args), nullptr);
         Datum expanded;
-        if (role == GisRole::DWithinGeometry && expand_geometry(point.value, r, &expanded))
-            c->rows = rows_from_statistics(w, static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args)), expanded);
+        if (blind && role == GisRole::DWithinGeometry && expand_geometry(point.value, r, &expanded))
+            c->rows = rows_from_statistics(w, column, reinterpret_cast<Node*>(args), expanded, c->box);
     }
 }
 
@@ -252,7 +274,7 @@ void on_bbox_filter(Walk* w, GisRole role, List* args) {
     c->area_km2 = area;
     c->has_box = true;
     c->box = to_box(s.box);
-    c->rows = rows_from_statistics(w, ca ? a : b, s.value);
+    c->rows = rows_from_statistics(w, ca ? a : b, ca ? b : a, s.value, c->box);
 }
 
 void on_make_envelope(Walk* w, Node* call) {
@@ -360,6 +382,7 @@ void walk_plans(List* plans, Walk* w) {
 void walk_plan(Plan* p, Walk* w) {
     if (p == nullptr) return;
     check_stack_depth();
+    w->plan_rows = p->plan_rows;
     walk_exprs(reinterpret_cast<Node*>(p->targetlist), w);
     walk_exprs(reinterpret_cast<Node*>(p->qual), w);
     switch (nodeTag(p)) {
@@ -395,7 +418,7 @@ void walk_plan(Plan* p, Walk* w) {
 }  // namespace
 
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
-    Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr};
+    Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr, -1};
     walk_plan(stmt->planTree, &w);
     ListCell* lc;
     foreach (lc, stmt->subplans) walk_plan(static_cast<Plan*>(lfirst(lc)), &w);
@@ -429,7 +452,7 @@ char* describe_call(const core::PricedCall& c, int index) {
         }
     }
     if (c.known && c.rows >= 0 && c.kind != core::CallKind::Tile)
-        appendStringInfo(&s, ", ~%.0f rows by the column's statistics", c.rows);
+        appendStringInfo(&s, ", ~%.0f rows by PostGIS's statistics", c.rows);
     if (c.folded_into_tile)
         appendStringInfoString(&s, ": part of the tile, not charged");
     else if (c.same_as >= 0)

@@ -1,24 +1,20 @@
 #include "ext/postgis_functions.hpp"
 
+#include "ext/catalog.hpp"
+
 #include <algorithm>
 #include <cstring>
 
 extern "C" {
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "utils/builtins.h"
+#include "utils/catcache.h"
 #include "utils/resowner.h"
-#include "catalog/dependency.h"
-#include "catalog/pg_depend.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
-#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -42,6 +38,8 @@ struct Cache {
     int count;
     Entry entries[32];
     Oid helpers[kHelpers];
+    bool helper_ready[kHelpers];
+    FmgrInfo helper_info[kHelpers];
 };
 Cache cache;
 
@@ -100,6 +98,14 @@ void classify(Oid fn, Form_pg_proc p) {
         cache.entries[cache.count++] = {fn, role};
 }
 
+// Every name the hook cares about: looked up by name (a handful of syscache
+// lists) and kept when it lives in PostGIS's schema — not a walk over all of
+// PostGIS's ~700 functions, which cost every new connection ~2 ms.
+const char* const kNames[] = {"st_dwithin",   "st_asmvt",          "st_asmvtgeom", "st_tileenvelope",
+                              "st_makeenvelope", "geometry_overlaps", "st_intersects", "st_srid",
+                              "box3d",        "st_xmin",           "st_ymin",      "st_xmax",
+                              "st_ymax",      "_postgis_selectivity", "st_expand"};
+
 void rebuild() {
     if (!cache.callback_registered) {
         CacheRegisterSyscacheCallback(PROCOID, invalidate, 0);
@@ -107,33 +113,34 @@ void rebuild() {
     }
     cache.count = 0;
     for (Oid& h : cache.helpers) h = InvalidOid;
-    cache.valid = true;  // before the scan: an invalidation during it marks it stale again
+    for (bool& r : cache.helper_ready) r = false;
+    cache.valid = true;  // before the lookups: an invalidation during them marks it stale again
 
     const Oid ext = get_extension_oid("postgis", true);
     if (!OidIsValid(ext)) return;
-    Relation dep = table_open(DependRelationId, AccessShareLock);
-    ScanKeyData key[2];
-    ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
-                ObjectIdGetDatum(ExtensionRelationId));
-    ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
-    SysScanDesc scan = systable_beginscan(dep, DependReferenceIndexId, true, nullptr, 2, key);
-    while (HeapTuple t = systable_getnext(scan)) {
-        auto* d = reinterpret_cast<Form_pg_depend>(GETSTRUCT(t));
-        if (d->classid != ProcedureRelationId || d->deptype != DEPENDENCY_EXTENSION) continue;
-        HeapTuple proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(d->objid));
-        if (!HeapTupleIsValid(proc)) continue;
-        classify(d->objid, reinterpret_cast<Form_pg_proc>(GETSTRUCT(proc)));
-        ReleaseSysCache(proc);
+    const Oid schema = extension_schema(ext);
+    for (const char* name : kNames) {
+        CatCList* list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name));
+        for (int i = 0; i < list->n_members; i++) {
+            HeapTuple proc = &list->members[i]->tuple;
+            auto* p = reinterpret_cast<Form_pg_proc>(GETSTRUCT(proc));
+            if (p->pronamespace == schema) classify(p->oid, p);
+        }
+        ReleaseSysCacheList(list);
     }
-    systable_endscan(scan);
-    table_close(dep, AccessShareLock);
 }
 
-Datum call(Oid fn, Datum arg, bool* isnull) {
+FmgrInfo* helper_info(Helper h) {
+    if (!cache.helper_ready[h]) {
+        fmgr_info_cxt(cache.helpers[h], &cache.helper_info[h], TopMemoryContext);
+        cache.helper_ready[h] = true;
+    }
+    return &cache.helper_info[h];
+}
+
+Datum call(Helper h, Datum arg, bool* isnull) {
     LOCAL_FCINFO(fcinfo, 1);
-    FmgrInfo flinfo;
-    fmgr_info(fn, &flinfo);
-    InitFunctionCallInfoData(*fcinfo, &flinfo, 1, InvalidOid, nullptr, nullptr);
+    InitFunctionCallInfoData(*fcinfo, helper_info(h), 1, InvalidOid, nullptr, nullptr);
     fcinfo->args[0].value = arg;
     fcinfo->args[0].isnull = false;
     Datum result = FunctionCallInvoke(fcinfo);
@@ -143,10 +150,10 @@ Datum call(Oid fn, Datum arg, bool* isnull) {
 
 bool box_from_box3d(Datum box3d, GisBox* out) {
     bool isnull = false;
-    out->xmin = DatumGetFloat8(call(cache.helpers[XMin], box3d, &isnull));
-    out->ymin = DatumGetFloat8(call(cache.helpers[YMin], box3d, &isnull));
-    out->xmax = DatumGetFloat8(call(cache.helpers[XMax], box3d, &isnull));
-    out->ymax = DatumGetFloat8(call(cache.helpers[YMax], box3d, &isnull));
+    out->xmin = DatumGetFloat8(call(XMin, box3d, &isnull));
+    out->ymin = DatumGetFloat8(call(YMin, box3d, &isnull));
+    out->xmax = DatumGetFloat8(call(XMax, box3d, &isnull));
+    out->ymax = DatumGetFloat8(call(YMax, box3d, &isnull));
     return !isnull;
 }
 
@@ -185,14 +192,14 @@ const char* gis_role_name(GisRole r) {
 int32 geometry_srid(Datum geometry) {
     if (!helpers_ready()) return 0;
     bool isnull = false;
-    Datum srid = call(cache.helpers[SridOf], geometry, &isnull);
+    Datum srid = call(SridOf, geometry, &isnull);
     return isnull ? 0 : DatumGetInt32(srid);
 }
 
 bool geometry_box(Datum geometry, GisBox* out) {
     if (!helpers_ready()) return false;
     bool isnull = false;
-    Datum box3d = call(cache.helpers[Box3dOfGeometry], geometry, &isnull);
+    Datum box3d = call(Box3dOfGeometry, geometry, &isnull);
     if (isnull) return false;
     out->srid = geometry_srid(geometry);
     return box_from_box3d(box3d, out);
@@ -201,7 +208,7 @@ bool geometry_box(Datum geometry, GisBox* out) {
 bool box2d_box(Datum box, GisBox* out) {
     if (!helpers_ready()) return false;
     bool isnull = false;
-    Datum box3d = call(cache.helpers[Box3dOfBox2d], box, &isnull);
+    Datum box3d = call(Box3dOfBox2d, box, &isnull);
     if (isnull) return false;
     out->srid = 0;
     return box_from_box3d(box3d, out);
@@ -209,14 +216,16 @@ bool box2d_box(Datum box, GisBox* out) {
 
 bool expand_geometry(Datum geometry, double d, Datum* out) {
     if (!helpers_ready()) return false;
-    *out = OidFunctionCall2(cache.helpers[Expand], geometry, Float8GetDatum(d));
+    *out = FunctionCall2(helper_info(Expand), geometry, Float8GetDatum(d));
     return true;
 }
 
+bool has_statistics(Oid relid, AttrNumber attnum) {
+    return SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(attnum), BoolGetDatum(false));
+}
+
 double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
-    if (!helpers_ready() || !SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(attnum),
-                                                   BoolGetDatum(false)))
-        return -1;
+    if (!helpers_ready() || !has_statistics(relid, attnum)) return -1;
     HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
     if (!HeapTupleIsValid(rel)) return -1;
     const double reltuples = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->reltuples;
@@ -232,7 +241,7 @@ double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
     MemoryContextSwitchTo(cxt);
     PG_TRY();
     {
-        selectivity = DatumGetFloat8(OidFunctionCall4(cache.helpers[Selectivity], ObjectIdGetDatum(relid),
+        selectivity = DatumGetFloat8(FunctionCall4(helper_info(Selectivity), ObjectIdGetDatum(relid),
                                                       CStringGetTextDatum(attname), geometry,
                                                       CStringGetTextDatum("2")));
         ReleaseCurrentSubTransaction();

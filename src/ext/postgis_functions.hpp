@@ -43,6 +43,9 @@ int32 geometry_srid(Datum geometry);
 // analysed) or PostGIS cannot say; a PostGIS error here is swallowed (in a
 // subtransaction) rather than failing the statement being priced.
 double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry);
+// Whether ANALYZE has left statistics for the column (without them the
+// planner's row estimates are guesses).
+bool has_statistics(Oid relid, AttrNumber attnum);
 // ST_Expand(geometry, d), or false when PostGIS cannot.
 bool expand_geometry(Datum geometry, double d, Datum* out);
 

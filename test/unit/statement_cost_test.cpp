@@ -157,3 +157,13 @@ TEST(StatementCost, EnvelopesOfOneTileAreOneTile) {
     StatementPrice q = price_statement(m, d.data(), d.size(), {true, kNoLimit});
     EXPECT_DOUBLE_EQ(q.total, 2 * estimate_tile(m, 12).cost);
 }
+
+TEST(StatementCost, SameBoxPrefersTheStatisticsPrice) {
+    const CostModel m = default_cost_model();
+    const Box b{0, 0, 5000, 5000, 3857};
+    // ST_DWithin priced by area x density, its index condition by the planner's rows.
+    std::vector<PricedCall> c{radius(2500, b, true), bbox(25.0, b, 40)};
+    StatementPrice p = price_statement(m, c.data(), c.size(), kPlain);
+    EXPECT_DOUBLE_EQ(p.total, estimate_known_rows(m, CostClass::Bbox, 40).cost);
+    EXPECT_LT(p.total, estimate_radius(m, 2500).cost);
+}
