@@ -86,6 +86,31 @@ private:
         parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.header_bytes));
         parser_->body_limit(cfg_->limits.body_bytes);
         stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
+        http::async_read_header(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec || self->parser_->is_done()) return self->on_read(ec);
+            self->read_body();
+        });
+    }
+
+    // curl and others wait (about a second) for "100 Continue" before
+    // sending a body they announced with Expect; a too-large one is refused
+    // before it is sent.
+    void read_body() {
+        const auto& h = parser_->get();
+        if (beast::iequals(h[http::field::expect], "100-continue")) {
+            if (h.has_content_length() && parser_->content_length() &&
+                *parser_->content_length() > cfg_->limits.body_bytes)
+                return on_read(http::error::body_limit);
+            auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+            return http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                if (ec) return self->on_read(ec);
+                self->read_rest();
+            });
+        }
+        read_rest();
+    }
+
+    void read_rest() {
         http::async_read(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             self->on_read(ec);
         });
