@@ -106,6 +106,9 @@ check_eq "oversize header gets 431" 431 "$st"
 head -c 2000000 /dev/zero >"$tmp/body"
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: text/xml' --data-binary @"$tmp/body" "http://127.0.0.1:$G1/")
 check_eq "oversize body gets 413" 413 "$st"
+head -c 5000 /dev/zero | tr '\0' a >"$tmp/b5k"
+t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' -H 'Expect: 100-continue' -H 'X-Api-Key: e' --data-binary @"$tmp/b5k" "http://127.0.0.1:$G1/x")
+check "Expect: 100-continue answered at once (got '$t')" awk -v t="$t" 'BEGIN { split(t, a, " "); exit !(a[1] == 200 && a[2] < 0.5) }'
 st=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1/?SERVICE=WMS&REQUEST=GetMap&WIDTH=%zz")
 check_eq "bad percent-encoding gets an exception (200 for WMS)" 200 "$st"
 st=$(curl -s -o "$tmp/z" -w '%{http_code}' -H 'X-Api-Key: z' "http://127.0.0.1:$G1/tiles/40/1/1.png")

@@ -91,6 +91,9 @@ for v in ('1.1.1', '1.3.0'):
         img = w.getmap(layers=['pts'], srs='EPSG:4326', bbox=(-10, 35, 30, 45), size=(256, 256), format='image/png').read()
         assert img[:4] == b'\x89PNG', img[:100]
     run('wms-%s-small' % v, small)
+    run('gfi-%s-big' % v, lambda: w.getfeatureinfo(layers=['pts'], query_layers=['pts'], srs='EPSG:4326',
+                                                   bbox=(-10, 35, 30, 45), size=(1000, 1000), format='image/png',
+                                                   info_format='text/html', xy=(5, 5)).read())
 for v in ('1.0.0', '1.1.0', '2.0.0'):
     f = WebFeatureService(u, version=v)
     run('wfs-%s-big' % v, lambda: f.getfeature(typename=['pts'], maxfeatures=5000).read())
@@ -109,6 +112,7 @@ owslib "$GATE" >owslib.out 2>&1
 for v in 1.1.1 1.3.0; do
   check "OWSLib WMS $v: pixel cap raises ServiceException with the reason" grep -q "^wms-$v-big ServiceException: .*$PIXELS_REASON" owslib.out
   check "OWSLib WMS $v: a small GetMap returns a PNG" grep -q "^wms-$v-small ok" owslib.out
+  check "OWSLib WMS $v: GetFeatureInfo pixel cap raises ServiceException with the reason" grep -q "^gfi-$v-big ServiceException: GetFeatureInfo asked .*$PIXELS_REASON" owslib.out
 done
 for v in 1.0.0 1.1.0 2.0.0; do
   check "OWSLib WFS $v: feature cap raises ServiceException with the reason" grep -q "^wfs-$v-big ServiceException: .*$FEATURES_REASON" owslib.out
