@@ -10,6 +10,7 @@
 #include "gate/config.hpp"
 #include "gate/identity.hpp"
 #include "gate/server.hpp"
+#include "gate/text.hpp"
 
 namespace po = boost::program_options;
 using namespace ot::gate;
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (ov.vm.count("hash-key")) {
-        std::cout << hash_secret(ov.vm["hash-key"].as<std::string>()) << "\n";
+        // Trimmed like the header values it must match.
+        std::cout << hash_secret(trim(ov.vm["hash-key"].as<std::string>())) << "\n";
         return 0;
     }
     std::shared_ptr<const Config> cfg;

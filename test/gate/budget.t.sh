@@ -61,6 +61,8 @@ tiers:
 caps: {max_features: 50}
 limits: {upstream_timeout: 1}
 YAML
+awk '/^## Config file/{f=1} f&&/^```yaml/{p=1;next} p&&/^```/{exit} p' "$root/doc/gate.md" >"$tmp/doc.yaml"
+check "the example config in doc/gate.md is valid" bash -c "[ -s '$tmp/doc.yaml' ] && '$GATE_BIN' --config '$tmp/doc.yaml' --check-config >/dev/null"
 check "--check-config accepts the file" bash -c "'$GATE_BIN' --config '$tmp/g2.yaml' --check-config >/dev/null"
 gate_start "$tmp/g2" "$G2" "$A2" "http://127.0.0.1:$ECHO" --config "$tmp/g2.yaml" || not_ok "gate 2 starts"
 for i in 1 2 3 4; do curl -s -o /dev/null -H 'X-Forwarded-For: 198.51.100.1' "http://127.0.0.1:$G2/$CAPS"; done
