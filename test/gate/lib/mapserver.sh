@@ -121,11 +121,21 @@ CONF
 }
 
 ms_stop() {
-  local dir=$1 pid kids
+  local dir=$1 pid pgid mine
   [ -f "$dir/lighttpd.pid" ] || return 0
   pid=$(cat "$dir/lighttpd.pid")
-  # lighttpd leaves its FastCGI children behind: stop them by pid too.
-  kids=$(pgrep -P "$pid" 2>/dev/null)
-  kill "$pid" $kids 2>/dev/null
+  # lighttpd leaves its FastCGI children behind when it stops. It daemonizes
+  # into a process group of its own, shared only with them: end that group
+  # (never ours). /proc rather than pgrep: procps may be absent in CI.
+  pgid=$(awk '{print $5}' "/proc/$pid/stat" 2>/dev/null)
+  mine=$(awk '{print $5}' /proc/$$/stat)
+  kill "$pid" 2>/dev/null
+  if [ -n "$pgid" ] && [ "$pgid" != "$mine" ] && [ "$pgid" -gt 1 ]; then
+    kill -- "-$pgid" 2>/dev/null
+    # mapserv does not always heed SIGTERM while idle in accept().
+    local i
+    for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 -- "-$pgid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pgid" 2>/dev/null
+  fi
   rm -f "$dir/lighttpd.pid"
 }
