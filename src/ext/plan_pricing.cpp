@@ -19,6 +19,7 @@ extern "C" {
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 }
 
 namespace ot::ext {
@@ -417,7 +418,18 @@ void walk_plan(Plan* p, Walk* w) {
 
 }  // namespace
 
+// The planner lists every non-built-in function a plan calls (operators'
+// and aggregates' too) among its invalidation items, to replan when one
+// changes. No such item: no PostGIS call, and no walk needed.
+bool calls_extension_functions(const PlannedStmt* stmt) {
+    ListCell* lc;
+    foreach (lc, stmt->invalItems)
+        if (lfirst_node(PlanInvalItem, lc)->cacheId == PROCOID) return true;
+    return false;
+}
+
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
+    if (!calls_extension_functions(stmt)) return {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr, -1};
     walk_plan(stmt->planTree, &w);
     ListCell* lc;

@@ -20,7 +20,8 @@ struct StatementPricing {
     core::StatementPrice price;
 };
 
-// Cheap for statements without PostGIS calls: one walk, no allocation.
+// Next to free for statements that call no extension function (the plan's
+// invalidation items say so); one walk, no allocation, for the rest.
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params);
 
 // "ST_DWithin radius 5000 m: 8.85; ..." (palloc'd), for DETAILs, logs and throttle_explain.
