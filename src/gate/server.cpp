@@ -120,6 +120,13 @@ private:
         if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
             ec == asio::error::connection_reset || ec == asio::error::eof)
             return close();
+        // A fresh slate per request on a kept-alive connection.
+        assessment_ = {};
+        decision_ = {};
+        upstream_status_ = 0;
+        identity_hash_.clear();
+        tier_.clear();
+        upstream_error_.clear();
         started_ = Clock::now();
         gate_.inflight++;
         counted_ = true;
@@ -308,12 +315,6 @@ private:
         if (upstream_status_ || decision_.verdict.rfind("upstream", 0) == 0)
             j["upstream_ms"] = seconds_since(up_started_) * 1000;
         gate_.log_line(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-        assessment_ = {};
-        decision_ = {};
-        upstream_status_ = 0;
-        identity_hash_.clear();
-        tier_.clear();
-        upstream_error_.clear();
     }
 
     void close() {

@@ -56,6 +56,11 @@ sed -i 's/version="2.0.0"/version="2.0.0" count="400"/' "$tmp/gf.xml"
 body=$(curl -s -H 'Content-Type: text/xml' --data-binary @"$tmp/gf.xml" "http://127.0.0.1:$GATE/")
 check "POST XML GetFeature count=400 refused with an OWS exception" grep -q 'count=400 features; this service returns at most 100' <<<"$body"
 
+# Keep-alive: a refusal and a pass on one connection, each answered right.
+M="http://127.0.0.1:$GATE/?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=35,-10,45,30&FORMAT=image/png"
+out=$(curl -s -w '|%{http_code}|%{content_type}|%{num_connects}\n' -o /dev/null "$M&WIDTH=99999&HEIGHT=99999" -o /dev/null "$M&WIDTH=64&HEIGHT=64")
+check_eq "keep-alive: cap then pass on one connection" "|200|text/xml|1 |200|image/png|0" "$(echo $out)"
+
 # Request ids.
 hdr=$(curl -s -D - -o /dev/null -H 'X-Request-Id: test-abc.123' "http://127.0.0.1:$GATE/?SERVICE=WMS&REQUEST=GetCapabilities")
 check "valid incoming X-Request-Id echoed" grep -qi '^X-Request-Id: test-abc.123' <<<"$hdr"
