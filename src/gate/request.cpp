@@ -46,8 +46,10 @@ Dialect dialect_for(Service s, std::string_view version) {
             if (version == "1.0.0" || version == "1.0") return Dialect::Wfs100;
             if (version == "1.1.0" || version == "1.1") return Dialect::Wfs110;
             return Dialect::Ows11;
-        case Service::Wmts:
         case Service::Wcs:
+            // WCS 1.0 answers with the same report as WFS 1.0 (ogc, 1.2.0).
+            return version == "1.0.0" ? Dialect::Wfs100 : Dialect::Ows11;
+        case Service::Wmts:
             return Dialect::Ows11;
         case Service::Features:
             return Dialect::OgcApi;

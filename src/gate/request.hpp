@@ -14,7 +14,7 @@ namespace ot::gate {
 
 enum class Service : std::uint8_t { Unknown, Wms, Wfs, Wmts, Wcs, Features, Tiles };
 
-// Which exception format the client understands.
+// Which exception format the client understands (Wfs100 also serves WCS 1.0).
 enum class Dialect : std::uint8_t { Plain, Wms111, Wms130, Wfs100, Wfs110, Ows11, OgcApi };
 
 enum class Op : std::uint8_t { Other, GetMap, GetFeatureInfo, GetFeature, GetTile, GetCoverage, Items, Item, Search };

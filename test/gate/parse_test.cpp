@@ -92,6 +92,11 @@ TEST(Kvp, WmtsTileMatrixZoom) {
     EXPECT_EQ(r.dialect, Dialect::Ows11);
 }
 
+TEST(Kvp, WcsVersions) {
+    EXPECT_EQ(get("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=1.0.0").dialect, Dialect::Wfs100);
+    EXPECT_EQ(get("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=2.0.1").dialect, Dialect::Ows11);
+}
+
 TEST(Paths, XyzAndWmtsRestTiles) {
     auto xyz = get("/tiles/5/10/12.png");
     EXPECT_EQ(xyz.service, Service::Tiles);
