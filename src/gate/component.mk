@@ -33,7 +33,7 @@ build/fuzz/gate_parsers: test/fuzz/gate_parsers_fuzz.cpp $(GATE_PURE_SRCS) $(COR
 	@mkdir -p build/fuzz
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $^ -lyaml-cpp -lpugixml
 
-.PHONY: gate fuzz-gate install-gate
+.PHONY: gate fuzz-gate install-gate clean-gate
 gate: bin/ogc-gate
 fuzz-gate: build/fuzz/gate_parsers
 
@@ -41,5 +41,9 @@ install: install-gate
 install-gate: bin/ogc-gate
 	install -d $(DESTDIR)/usr/local/bin
 	install -m 755 bin/ogc-gate $(DESTDIR)/usr/local/bin/ogc-gate
+
+clean: clean-gate
+clean-gate:
+	rm -rf bin/ogc-gate build/gate build/fuzz
 
 -include $(GATE_OBJS:.o=.d) build/gate/main.d
