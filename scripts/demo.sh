@@ -63,9 +63,9 @@ ALTER ROLE demo_user SET ogc_throttle.cost_max = 20;
 CREATE ROLE demo_map LOGIN;
 GRANT SELECT ON demo_points TO demo_map;
 ALTER ROLE demo_map SET ogc_throttle.mode = 'reject';
-ALTER ROLE demo_map SET ogc_throttle.capacity = 50;
-ALTER ROLE demo_map SET ogc_throttle.cost_max = 50;
-ALTER ROLE demo_map SET ogc_throttle.rate = 1;
+ALTER ROLE demo_map SET ogc_throttle.capacity = 6;
+ALTER ROLE demo_map SET ogc_throttle.cost_max = 6;
+ALTER ROLE demo_map SET ogc_throttle.rate = 0.2;
 SQL
 
 echo
@@ -82,18 +82,19 @@ SELECT throttle_spend(throttle_cost_radius(50000));
 SQL
 
 echo
-echo "== demo_map (mode reject, capacity 50) sends plain PostGIS SQL; the hook prices and charges it:"
+echo "== demo_map (mode reject, capacity 6, refill 0.2/s) sends plain PostGIS SQL; the hook prices and charges it:"
 pg_psql "$pgdir" "$port" -d demo -U demo_map -v ON_ERROR_STOP=0 <<'SQL' 2>&1 | sed 's/^/   /'
 SELECT call, round(cost::numeric, 2) AS cost FROM throttle_explain($$SELECT id FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)$$);
-SELECT count(*) FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326);
-SELECT round(tokens::numeric, 1) AS tokens_left FROM throttle_peek();
-SELECT count(*) FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326);
+\set q 'SELECT count(*) AS points, (SELECT round(tokens::numeric, 1) FROM throttle_peek()) AS tokens_left FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)'
+:q ;
+:q ;
+:q ;
 SQL
 
 if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
   echo
   echo "== Starting MapServer with ogc-gate in front"
-  scripts/gate-demo.sh "$run/gate" start "$pgdir" "$port"
+  scripts/gate-demo.sh "$run/gate"
 fi
 
 cat <<EOF2
