@@ -32,10 +32,13 @@ CORE_CXXFLAGS = -std=c++17 -O2 -g -fPIC $(WARNINGS) -Werror -Isrc
 src/core/%.o: src/core/%.cpp | core-purity
 	$(CXX) $(CORE_CXXFLAGS) -MMD -MP -c -o $@ $<
 
-.PHONY: core-purity
+CORE_PURITY_SRCS ?= $(wildcard src/core/*.hpp src/core/*.cpp)
+.PHONY: core-purity print-core-cxxflags
 core-purity:
-	@if grep -nE '^\s*#\s*include\s*[<"](postgres|postgres_ext|fmgr|pg_config|boost/asio|boost/beast)' src/core/*.hpp src/core/*.cpp; then \
+	@if grep -nE '^\s*#\s*include\s*[<"](postgres|postgres_ext|fmgr|pg_config|boost/asio|boost/beast)' $(CORE_PURITY_SRCS); then \
 	  echo "src/core must not include PostgreSQL or Asio headers" >&2; exit 1; fi
+print-core-cxxflags:
+	@echo $(CORE_CXXFLAGS)
 
 -include $(CORE_OBJS:.o=.d) $(EXT_SRCS:.cpp=.d)
 
