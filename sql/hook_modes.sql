@@ -45,6 +45,10 @@ PREPARE martin(int8, int8, int8) AS
   SELECT ST_AsMVT(t, 'pts') FROM (SELECT ST_AsMVTGeom(ST_Transform(geom, 3857), ST_TileEnvelope($1::integer, $2::integer, $3::integer), 4096, 64, true) AS geom
                                     FROM hook_pts WHERE geom && ST_Transform(ST_TileEnvelope($1::integer, $2::integer, $3::integer, margin => (64.0 / 4096)), 4326)) t;
 SELECT charged_by('EXECUTE martin(12, 2104, 1388)') AS martin_z12;
+-- GeoServer's prepared mode: the filter geometry arrives as WKB in a bytea parameter.
+PREPARE geoserver(bytea) AS SELECT count(*) FROM hook_pts WHERE geom && ST_GeomFromWKB($1, 4326);
+SELECT charged_by(format('EXECUTE geoserver(%L)', ST_AsBinary(ST_MakeEnvelope(5, 50, 5.05, 50.05, 4326)))) AS wkb_small,
+       charged_by(format('EXECUTE geoserver(%L)', ST_AsBinary(ST_MakeEnvelope(5, 50, 5.3, 50.3, 4326)))) AS wkb_larger;
 RESET plan_cache_mode;
 
 SELECT throttle_reset(current_user);
