@@ -63,4 +63,13 @@ core::SpendResult BucketTable::spend(const std::string& key, double cost, core::
     return r;
 }
 
+void BucketTable::refund(const std::string& key, double amount, core::Budget b, std::int64_t now_us) {
+    if (!(amount > 0)) return;
+    Shard& s = shards_[std::hash<std::string>{}(key) % kShards];
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) return;  // evicted as full: nothing to give back
+    it->second.tat_ns = core::gcra_refund(it->second.tat_ns, now_us * 1000, amount, b);
+}
+
 }  // namespace ot::gate

@@ -83,6 +83,17 @@ std::string config_problem(const Config& c) {
     if (!(c.limits.idle_timeout_s > 0) || !(c.limits.upstream_timeout_s > 0) || !(c.limits.upstream_connect_timeout_s > 0))
         return "limits: timeouts must be above zero";
     if (c.limits.max_keys < 16) return "limits.max_keys must be at least 16";
+    if (!(c.refund_fraction >= 0 && c.refund_fraction <= 1)) return "refund_fraction must be between 0 and 1";
+    if (!(c.limits.upstream_idle_timeout_s > 0)) return "limits.upstream_idle_timeout must be above zero";
+    if (!(c.concurrency.queue_timeout_s >= 0)) return "concurrency.queue_timeout must be zero or above";
+    {
+        std::set<std::string> cls;
+        for (const ConcurrencyClass& k : c.concurrency.classes) {
+            if (k.name.empty() || !cls.insert(k.name).second) return "concurrency classes need distinct names";
+            if (k.limit < 1) return "concurrency class '" + k.name + "': limit must be at least 1";
+            if (k.match.empty()) return "concurrency class '" + k.name + "': match must list operations or cost classes";
+        }
+    }
     if (c.threads < 0 || c.threads > 256) return "threads must be between 0 and 256";
     return {};
 }
@@ -97,7 +108,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -124,7 +135,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (const YAML::Node l = root["limits"]) {
         check_keys(l,
                    {"header_bytes", "body_bytes", "upstream_body_bytes", "idle_timeout", "upstream_timeout",
-                    "upstream_connect_timeout", "max_keys"},
+                    "upstream_connect_timeout", "max_keys", "upstream_keepalive", "upstream_idle_timeout"},
                    "limits");
         get(l, "header_bytes", c.limits.header_bytes, "limits");
         get(l, "body_bytes", c.limits.body_bytes, "limits");
@@ -133,9 +144,36 @@ Config load_config_file(const std::string& path, Config c) {
         get(l, "upstream_timeout", c.limits.upstream_timeout_s, "limits");
         get(l, "upstream_connect_timeout", c.limits.upstream_connect_timeout_s, "limits");
         get(l, "max_keys", c.limits.max_keys, "limits");
+        get(l, "upstream_keepalive", c.limits.upstream_keepalive, "limits");
+        get(l, "upstream_idle_timeout", c.limits.upstream_idle_timeout_s, "limits");
+    }
+    get(root, "refund_fraction", c.refund_fraction, path);
+    if (const YAML::Node co = root["coalesce"]) {
+        check_keys(co, {"enabled", "max_body_bytes", "public_paths"}, "coalesce");
+        get(co, "enabled", c.coalesce.enabled, "coalesce");
+        get(co, "max_body_bytes", c.coalesce.max_body_bytes, "coalesce");
+        get(co, "public_paths", c.coalesce.public_paths, "coalesce");
+    }
+    if (const YAML::Node cc = root["concurrency"]) {
+        check_keys(cc, {"queue_timeout", "max_queue", "classes"}, "concurrency");
+        get(cc, "queue_timeout", c.concurrency.queue_timeout_s, "concurrency");
+        get(cc, "max_queue", c.concurrency.max_queue, "concurrency");
+        if (const YAML::Node cl = cc["classes"]) {
+            if (!cl.IsSequence()) bad("concurrency.classes", "must be a list");
+            c.concurrency.classes.clear();
+            for (const auto& k : cl) {
+                check_keys(k, {"name", "match", "limit"}, "concurrency.classes[]");
+                ConcurrencyClass x;
+                get(k, "name", x.name, "concurrency.classes[]");
+                get(k, "match", x.match, "concurrency.classes[" + x.name + "]");
+                get(k, "limit", x.limit, "concurrency.classes[" + x.name + "]");
+                c.concurrency.classes.push_back(std::move(x));
+            }
+        }
     }
     if (const YAML::Node id = root["identity"]) {
-        check_keys(id, {"key_headers", "trusted_proxies"}, "identity");
+        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret"}, "identity");
+        get(id, "hash_secret", c.hash_secret, "identity");
         get(id, "key_headers", c.key_headers, "identity");
         c.trusted_proxies = cidrs(id["trusted_proxies"], "identity.trusted_proxies");
     }

@@ -42,6 +42,26 @@ struct Limits {
     double upstream_timeout_s = 60;
     double upstream_connect_timeout_s = 5;
     std::size_t max_keys = 100000;
+    std::size_t upstream_keepalive = 32;   // idle upstream connections kept
+    double upstream_idle_timeout_s = 4;    // below lighttpd's 5 s and nginx's 75 s
+};
+
+struct Coalesce {
+    bool enabled = true;
+    std::size_t max_body_bytes = 4u * 1024 * 1024;  // larger answers stream to each client
+    std::vector<std::string> public_paths;           // path prefixes shared across credentials
+};
+
+struct ConcurrencyClass {
+    std::string name;
+    std::vector<std::string> match;  // operations (GetMap, GetFeature, …) or cost classes (map, tile, …)
+    int limit = 1;
+};
+
+struct Concurrency {
+    std::vector<ConcurrencyClass> classes;  // none: unlimited
+    double queue_timeout_s = 2;
+    std::size_t max_queue = 64;  // per class
 };
 
 struct Config {
@@ -57,6 +77,14 @@ struct Config {
     Caps caps;
     Pricing pricing;
     Limits limits;
+    Coalesce coalesce;
+    Concurrency concurrency;
+    // Share of the cost given back for 304, 204/empty bodies and upstream
+    // failures: a client that caches properly is not punished.
+    double refund_fraction = 0.9;
+    // Key for the address hashes (identity.hash_secret); empty in the file
+    // means a random one per process start.
+    std::string hash_secret;
     std::vector<std::string> key_headers = {"Authorization", "X-Api-Key"};
     std::vector<Cidr> trusted_proxies;
     // A burst above cost_max (500) means no single request is "never fits" by default.

@@ -1,6 +1,7 @@
 #include "gate/identity.hpp"
 
 #include <boost/uuid/detail/sha1.hpp>
+#include <array>
 #include <cstdio>
 
 #include "gate/text.hpp"
@@ -36,6 +37,45 @@ std::string hash_secret(std::string_view s) {
     return buf;
 }
 
+namespace {
+using Digest = std::array<unsigned, 5>;
+Digest sha1_of(std::string_view a, std::string_view b) {
+    boost::uuids::detail::sha1 sha;
+    sha.process_bytes(a.data(), a.size());
+    sha.process_bytes(b.data(), b.size());
+    boost::uuids::detail::sha1::digest_type d;
+    sha.get_digest(d);
+    Digest out;
+    for (int i = 0; i < 5; ++i) out[i] = d[i];
+    return out;
+}
+}  // namespace
+
+std::string keyed_hash(std::string_view key, std::string_view s) {
+    constexpr std::size_t kBlock = 64;
+    std::string k(key);
+    if (k.size() > kBlock) {
+        const auto d = sha1_of(k, {});
+        k.clear();
+        for (unsigned w : d)
+            for (int i = 3; i >= 0; --i) k.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
+    }
+    k.resize(kBlock, '\0');
+    std::string ipad(kBlock, '\0'), opad(kBlock, '\0');
+    for (std::size_t i = 0; i < kBlock; ++i) {
+        ipad[i] = static_cast<char>(k[i] ^ 0x36);
+        opad[i] = static_cast<char>(k[i] ^ 0x5c);
+    }
+    const auto inner = sha1_of(ipad, s);
+    std::string in_bytes;
+    for (unsigned w : inner)
+        for (int i = 3; i >= 0; --i) in_bytes.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
+    const auto d = sha1_of(opad, in_bytes);
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%08x%08x", d[0], d[1]);
+    return buf;
+}
+
 IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector<Cidr>& trusted) {
     if (!trusted_hop(peer, trusted)) return peer;
     const auto xff = header_value(h, "X-Forwarded-For");
@@ -64,7 +104,7 @@ Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
         break;
     }
     if (id.key.empty()) {
-        id.hash = hash_secret(ip_to_string(id.client));
+        id.hash = keyed_hash(c.hash_secret, ip_to_string(id.client));
         id.key = "ip:" + id.hash;
     }
     id.tier = c.default_tier;

@@ -23,6 +23,10 @@ std::optional<std::string> header_value(const HeaderList& h, std::string_view na
 // computable by operators (`printf %s "$KEY" | sha1sum | cut -c1-16`).
 std::string hash_secret(std::string_view s);
 
+// HMAC-SHA1 of `s` under `key`, first 16 hex digits. Client addresses are
+// hashed this way: 2^32 IPv4 addresses are too few to hide behind a bare hash.
+std::string keyed_hash(std::string_view key, std::string_view s);
+
 struct Identity {
     std::string key;   // bucket key: "key:<hash>" or "ip:<hash>"
     std::string hash;  // the <hash> part, safe to log

@@ -4,6 +4,8 @@
 #include <boost/program_options.hpp>
 #include <csignal>
 #include <iostream>
+#include <random>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,22 @@ namespace po = boost::program_options;
 using namespace ot::gate;
 
 namespace {
+
+// One per process, so that a reload without identity.hash_secret keeps the
+// address hashes (and so the buckets) of the running process.
+const std::string& process_secret() {
+    static const std::string s = [] {
+        std::random_device rd;
+        std::string out;
+        char buf[9];
+        for (int i = 0; i < 4; ++i) {
+            std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+            out += buf;
+        }
+        return out;
+    }();
+    return s;
+}
 
 // Flags given on the command line win over the config file, on every reload.
 struct Overrides {
@@ -52,6 +70,7 @@ struct Overrides {
     Config build() const {
         Config c;
         if (vm.count("config")) c = load_config_file(vm["config"].as<std::string>(), c);
+        if (c.hash_secret.empty()) c.hash_secret = process_secret();
         return apply(c);
     }
 };

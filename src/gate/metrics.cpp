@@ -20,6 +20,16 @@ void Metrics::upstream(double seconds, bool failed) {
     latency_n_++;
 }
 
+void Metrics::refunded(const std::string& cls, double amount) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refunded_[cls] += amount;
+}
+
+void Metrics::coalesced() {
+    std::lock_guard<std::mutex> lock(mu_);
+    coalesced_++;
+}
+
 std::string Metrics::prometheus(std::size_t bucket_keys) const {
     std::lock_guard<std::mutex> lock(mu_);
     std::ostringstream o;
@@ -30,6 +40,12 @@ std::string Metrics::prometheus(std::size_t bucket_keys) const {
     o << "# HELP ogc_gate_cost_charged_total Cost units charged to buckets, by class.\n"
          "# TYPE ogc_gate_cost_charged_total counter\n";
     for (const auto& [k, v] : charged_) o << "ogc_gate_cost_charged_total{class=\"" << k << "\"} " << v << "\n";
+    o << "# HELP ogc_gate_cost_refunded_total Cost units given back (304, empty, upstream failure, busy), by class.\n"
+         "# TYPE ogc_gate_cost_refunded_total counter\n";
+    for (const auto& [k, v] : refunded_) o << "ogc_gate_cost_refunded_total{class=\"" << k << "\"} " << v << "\n";
+    o << "# HELP ogc_gate_coalesced_total Requests answered from another request's upstream call.\n"
+         "# TYPE ogc_gate_coalesced_total counter\n"
+      << "ogc_gate_coalesced_total " << coalesced_ << "\n";
     o << "# HELP ogc_gate_upstream_latency_seconds Time to the upstream's complete response.\n"
          "# TYPE ogc_gate_upstream_latency_seconds histogram\n";
     std::uint64_t cum = 0;

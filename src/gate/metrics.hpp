@@ -13,6 +13,8 @@ class Metrics {
 public:
     void request(const std::string& cls, const std::string& verdict, double charged);
     void upstream(double seconds, bool failed);
+    void refunded(const std::string& cls, double amount);
+    void coalesced();
     std::string prometheus(std::size_t bucket_keys) const;
 
 private:
@@ -25,6 +27,8 @@ private:
     double latency_sum_ = 0;
     std::uint64_t latency_n_ = 0;
     std::uint64_t upstream_failures_ = 0;
+    std::map<std::string, double> refunded_;
+    std::uint64_t coalesced_ = 0;
 };
 
 }  // namespace ot::gate

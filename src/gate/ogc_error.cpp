@@ -46,6 +46,7 @@ int status_for(ErrorKind k, bool xml, int size_status) {
         case ErrorKind::RateLimited: return 429;
         case ErrorKind::UpstreamDown: return 502;
         case ErrorKind::UpstreamTimeout: return 504;
+        case ErrorKind::Busy: return 503;
     }
     return 500;
 }
@@ -58,6 +59,7 @@ const char* title_for(ErrorKind k) {
         case ErrorKind::RateLimited: return "Too many requests";
         case ErrorKind::UpstreamDown: return "Upstream unavailable";
         case ErrorKind::UpstreamTimeout: return "Upstream timed out";
+        case ErrorKind::Busy: return "Service busy";
     }
     return "Error";
 }

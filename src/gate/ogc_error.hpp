@@ -14,6 +14,7 @@ enum class ErrorKind : std::uint8_t {
     RateLimited,      // budget exhausted for now
     UpstreamDown,     // 502
     UpstreamTimeout,  // 504
+    Busy,             // 503: concurrency class full past its queue wait
 };
 
 struct OgcError {

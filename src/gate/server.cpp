@@ -4,7 +4,10 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -127,6 +130,12 @@ private:
         identity_hash_.clear();
         tier_.clear();
         upstream_error_.clear();
+        flight_key_.reset();
+        slot_class_.clear();
+        bucket_key_.clear();
+        coalesced_ = retried_ = false;
+        refunded_ = 0;
+        status_sent_ = 0;
         started_ = Clock::now();
         gate_.inflight++;
         counted_ = true;
@@ -182,6 +191,10 @@ private:
             const Response& r = decision_.response;
             return respond(r.status, r.content_type, r.body, r.headers);
         }
+        bucket_key_ = id.key;
+        budget_ = tier.budget;
+        // Only after the budget said yes: joining a flight is no free ride.
+        flight_key_ = coalesce_key(in, assessment_.req, headers, c);
         forward(in);
     }
 
@@ -199,64 +212,328 @@ private:
         const std::string peer = ip_to_string(peer_);
         const auto xff = req_["X-Forwarded-For"];
         up_req_.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
-        up_req_.keep_alive(false);
+        up_req_.keep_alive(true);
         up_req_.body() = decision_.body ? *decision_.body : req_.body();
         if (!up_req_.body().empty() || req_.has_content_length()) up_req_.prepare_payload();
+        if (flight_key_) {
+            auto self = shared_from_this();
+            auto ex = stream_.get_executor();
+            const bool lead = gate_.coalescer().join(*flight_key_, [self, ex](const FlightResult& r) {
+                asio::post(ex, [self, r] { self->on_flight(r); });
+            });
+            if (!lead) {
+                flight_key_.reset();
+                coalesced_ = true;
+                return;
+            }
+        }
+        acquire_slot();
+    }
 
+    void finish_flight(FlightResult r) {
+        if (!flight_key_) return;
+        const std::string key = std::move(*flight_key_);
+        flight_key_.reset();
+        gate_.coalescer().finish(key, r);
+    }
+
+    void on_flight(const FlightResult& r) {
+        switch (r.kind) {
+            case FlightResult::Kind::Response:
+                gate_.metrics().coalesced();
+                return respond_shared(*r.response);
+            case FlightResult::Kind::UpstreamError: return upstream_error_reply(r.timeout, r.error);
+            case FlightResult::Kind::Busy: return busy();
+            case FlightResult::Kind::Overflow:
+                coalesced_ = false;
+                return acquire_slot();
+        }
+    }
+
+    void acquire_slot() {
+        slot_class_ = concurrency_class(assessment_.req, assessment_.price.cost_class, *cfg_);
+        if (slot_class_.empty()) return send_upstream();
+        auto self = shared_from_this();
+        auto ex = stream_.get_executor();
+        std::uint64_t ticket = 0;
+        switch (gate_.slots().acquire(slot_class_, [self, ex] { asio::post(ex, [self] { self->slot_granted(); }); },
+                                      &ticket)) {
+            case Slots::Outcome::Granted: holding_slot_ = true; return send_upstream();
+            case Slots::Outcome::Full: return busy();
+            case Slots::Outcome::Queued: break;
+        }
+        queue_timer_ = std::make_unique<asio::steady_timer>(ex);
+        queue_timer_->expires_after(ms(cfg_->concurrency.queue_timeout_s));
+        queue_timer_->async_wait([self, ticket](beast::error_code ec) {
+            if (ec) return;
+            // Lost the race to a grant: slot_granted() is already posted.
+            if (self->gate_.slots().cancel(self->slot_class_, ticket)) self->busy();
+        });
+    }
+
+    void slot_granted() {
+        holding_slot_ = true;
+        if (queue_timer_) queue_timer_->cancel();
+        send_upstream();
+    }
+
+    void release_slot() {
+        if (!holding_slot_) return;
+        holding_slot_ = false;
+        gate_.slots().release(slot_class_);
+    }
+
+    void busy() {
+        finish_flight({FlightResult::Kind::Busy, nullptr, false, {}});
+        decision_.verdict = "busy";
+        refund(1.0);
+        const double wait = std::max(1.0, std::ceil(cfg_->concurrency.queue_timeout_s));
+        OgcError e{ErrorKind::Busy, "NoApplicableCode", "",
+                   "The map server behind this gate is busy with requests of this kind. Retry after " +
+                       std::to_string(static_cast<int>(wait)) + " s."};
+        const Rendered r = render_error(assessment_.req.service, assessment_.req.dialect, e, cfg_->exception_status);
+        HeaderList h = decision_.headers;
+        h.push_back({"Retry-After", std::to_string(static_cast<int>(wait))});
+        h.push_back({"Cache-Control", "no-store"});
+        respond(r.status, r.content_type, r.body, h);
+    }
+
+    void send_upstream() {
         up_started_ = Clock::now();
         up_buf_.consume(up_buf_.size());
-        up_ = std::make_unique<beast::tcp_stream>(stream_.get_executor());
+        up_sr_.reset();
+        up_parser_.reset();
+        auto ex = stream_.get_executor();
+        std::optional<UpstreamPool::Conn> conn;
+        if (!retried_) conn = gate_.pool().take();
+        if (conn) {
+            reused_ = true;
+            beast::error_code ec;
+            tcp::socket sock(ex);
+            sock.assign(conn->v6 ? tcp::v6() : tcp::v4(), conn->fd, ec);
+            if (!ec) {
+                up_ = std::make_unique<beast::tcp_stream>(std::move(sock));
+                return write_upstream();
+            }
+            ::close(conn->fd);
+        }
+        reused_ = false;
+        const Upstream& u = gate_.upstream();
+        up_ = std::make_unique<beast::tcp_stream>(ex);
         up_->expires_after(ms(cfg_->limits.upstream_connect_timeout_s));
-        resolver_ = std::make_unique<tcp::resolver>(stream_.get_executor());
+        resolver_ = std::make_unique<tcp::resolver>(ex);
         resolver_->async_resolve(u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
             if (ec) return self->upstream_failed(ec);
             self->up_->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
                 if (ec2) return self->upstream_failed(ec2);
-                self->up_->expires_after(ms(self->cfg_->limits.upstream_timeout_s));
-                http::async_write(*self->up_, self->up_req_, [self](beast::error_code ec3, std::size_t) {
-                    if (ec3) return self->upstream_failed(ec3);
-                    self->up_parser_.emplace();
-                    self->up_parser_->body_limit(self->cfg_->limits.upstream_body_bytes);
-                    if (self->req_.method() == http::verb::head) self->up_parser_->skip(true);
-                    http::async_read(*self->up_, self->up_buf_, *self->up_parser_,
-                                     [self](beast::error_code ec4, std::size_t) { self->on_upstream(ec4); });
-                });
+                beast::error_code ignored;
+                self->up_->socket().set_option(tcp::no_delay(true), ignored);
+                self->write_upstream();
             });
+        });
+    }
+
+    void write_upstream() {
+        up_->expires_after(ms(cfg_->limits.upstream_timeout_s));
+        http::async_write(*up_, up_req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec) return self->upstream_failed(ec);
+            self->up_parser_.emplace();
+            self->up_parser_->body_limit(self->cfg_->limits.upstream_body_bytes);
+            if (self->req_.method() == http::verb::head) self->up_parser_->skip(true);
+            http::async_read_header(*self->up_, self->up_buf_, *self->up_parser_,
+                                    [self](beast::error_code ec2, std::size_t) { self->on_upstream_header(ec2); });
         });
     }
 
     void upstream_failed(beast::error_code ec) {
         const bool timeout = ec == beast::error::timeout;
+        // A pooled connection the upstream closed while idle fails before any
+        // answer: one retry on a fresh connection, for requests safe to repeat.
+        const bool safe = req_.method() == http::verb::get || req_.method() == http::verb::head;
+        if (reused_ && !retried_ && !timeout && safe && !up_sr_) {
+            retried_ = true;
+            drop_upstream();
+            return send_upstream();
+        }
+        drop_upstream();
+        release_slot();
         gate_.metrics().upstream(seconds_since(up_started_), true);
         upstream_status_ = 0;
+        // The verdict stays what the policy decided; the failure is logged
+        // beside it (and counted in ogc_gate_upstream_failures_total).
+        const std::string msg = (timeout ? "timeout: " : "") + ec.message();
+        finish_flight({FlightResult::Kind::UpstreamError, nullptr, timeout, msg});
+        upstream_error_reply(timeout, msg);
+    }
+
+    void upstream_error_reply(bool timeout, const std::string& msg) {
+        upstream_error_ = msg;
+        refund(cfg_->refund_fraction);
         OgcError e{timeout ? ErrorKind::UpstreamTimeout : ErrorKind::UpstreamDown, "NoApplicableCode", "",
                    timeout ? "The map server behind this gate did not answer in time. Try again later or ask for less."
                            : "The map server behind this gate is not reachable. Try again later."};
         const Rendered r = render_error(assessment_.req.service, assessment_.req.dialect, e, cfg_->exception_status);
-        // The verdict stays what the policy decided; the failure is logged
-        // beside it (and counted in ogc_gate_upstream_failures_total).
-        upstream_error_ = (timeout ? "timeout: " : "") + ec.message();
         HeaderList h = decision_.headers;
         h.push_back({"Cache-Control", "no-store"});
         respond(r.status, r.content_type, r.body, h);
     }
 
-    void on_upstream(beast::error_code ec) {
-        if (ec) return upstream_failed(ec);
-        gate_.metrics().upstream(seconds_since(up_started_), false);
+    void drop_upstream() {
+        if (!up_) return;
         beast::error_code ignored;
-        up_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-        auto up = up_parser_->release();
-        upstream_status_ = up.result_int();
+        up_->socket().close(ignored);
+        up_.reset();
+    }
+
+    void on_upstream_header(beast::error_code ec) {
+        if (ec) return upstream_failed(ec);
+        auto& m = up_parser_->get();
+        upstream_status_ = m.result_int();
+        up_keep_alive_ = m.keep_alive();
+        up_chunked_ = up_parser_->chunked();
+        body_bytes_ = 0;
+        buffering_ = false;
+        if (flight_key_) {
+            const auto len = up_parser_->content_length();
+            if (len && *len > cfg_->coalesce.max_body_bytes) finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
+            else buffering_ = true;
+        }
+        acc_.clear();
+        relay_read();
+    }
+
+    void relay_read() {
+        if (up_parser_->is_done()) return relay_chunk(0, false);
+        if (chunk_.empty()) chunk_.resize(64 * 1024);
+        auto& b = up_parser_->get().body();
+        b.data = chunk_.data();
+        b.size = chunk_.size();
+        // An inactivity timeout: a 50 MB download may take longer in total.
+        up_->expires_after(ms(cfg_->limits.upstream_timeout_s));
+        http::async_read(*up_, up_buf_, *up_parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) return self->upstream_broke(ec);
+            const std::size_t n = self->chunk_.size() - self->up_parser_->get().body().size;
+            self->relay_chunk(n, !self->up_parser_->is_done());
+        });
+    }
+
+    void relay_chunk(std::size_t n, bool more) {
+        body_bytes_ += n;
+        if (buffering_) {
+            acc_.append(chunk_.data(), n);
+            if (acc_.size() <= cfg_->coalesce.max_body_bytes) {
+                if (more) return relay_read();
+                return publish();
+            }
+            // Too big to share after all: the others fetch their own copy.
+            buffering_ = false;
+            finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
+            return write_client(acc_.data(), acc_.size(), more);
+        }
+        write_client(chunk_.data(), n, more);
+    }
+
+    void write_client(const char* data, std::size_t n, bool more) {
+        auto& m = up_parser_->get();
+        if (!up_sr_) {
+            std::vector<std::string> drop;
+            for (const auto& f : m)
+                if (hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
+            for (const auto& d : drop) m.erase(d);
+            m.version(11);
+            for (const auto& [k, v] : decision_.headers) m.set(k, v);
+            m.set("X-Request-Id", request_id_);
+            if (up_chunked_ && req_.method() != http::verb::head) m.chunked(true);
+            m.keep_alive(keep_alive_ && !gate_.draining());
+            status_sent_ = m.result_int();
+            up_sr_.emplace(m);
+        }
+        auto& b = m.body();
+        b.data = const_cast<char*>(data);
+        b.size = n;
+        b.more = more;
+        stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
+        http::async_write(stream_, *up_sr_, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
+            if (ec == http::error::need_buffer) ec = {};
+            if (!self->acc_.empty()) std::string().swap(self->acc_);
+            if (ec) {
+                // The client left mid-body: nothing more can be said to it.
+                self->drop_upstream();
+                self->release_slot();
+                self->upstream_error_ = "client gone: " + ec.message();
+                return self->close();
+            }
+            if (more) return self->relay_read();
+            self->upstream_done();
+            const bool again = self->up_parser_->get().keep_alive();
+            self->finished();
+            if (!again) return self->close();
+            self->read();
+        });
+    }
+
+    void upstream_broke(beast::error_code ec) {
+        if (!up_sr_) return upstream_failed(ec);  // nothing sent yet: a proper error answer
+        drop_upstream();
+        release_slot();
+        gate_.metrics().upstream(seconds_since(up_started_), true);
+        upstream_error_ = "upstream broke off mid-body: " + ec.message();
+        close();
+    }
+
+    void upstream_done() {
+        gate_.metrics().upstream(seconds_since(up_started_), false);
+        if (up_ && up_keep_alive_ && up_parser_->is_done() && up_buf_.size() == 0) {
+            beast::error_code ec;
+            const bool v6 = up_->socket().local_endpoint(ec).address().is_v6();
+            if (!ec) gate_.pool().put({up_->release_socket().release(), v6});
+        }
+        drop_upstream();
+        release_slot();
+        maybe_refund(upstream_status_, body_bytes_ == 0);
+    }
+
+    // The leader has the whole (small) body: one copy for every waiter.
+    void publish() {
+        auto sr = std::make_shared<SharedResponse>();
+        const auto& m = up_parser_->get();
+        sr->status = m.result_int();
+        for (const auto& f : m)
+            if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "Set-Cookie"))
+                sr->headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+        sr->body = std::move(acc_);
+        acc_.clear();
+        upstream_done();
+        body_bytes_ = sr->body.size();
+        finish_flight({FlightResult::Kind::Response, sr, false, {}});
+        respond_shared(*sr, false);
+    }
+
+    void respond_shared(const SharedResponse& s, bool check_refund = true) {
         res_ = {};
-        res_.result(up.result_int());
+        res_.result(s.status);
         res_.version(11);
-        for (const auto& f : up)
-            if (!hop_by_hop(f.name_string())) res_.insert(f.name_string(), f.value());
-        res_.body() = std::move(up.body());
+        for (const auto& [k, v] : s.headers) res_.insert(k, v);
+        res_.body() = s.body;
+        upstream_status_ = s.status;
         if (req_.method() != http::verb::head) res_.prepare_payload();
         for (const auto& [k, v] : decision_.headers) res_.set(k, v);
+        if (check_refund) maybe_refund(s.status, s.body.empty());
         send();
+    }
+
+    void maybe_refund(unsigned status, bool empty_body) {
+        const bool empty = empty_body && req_.method() != http::verb::head && status < 300;
+        if (status == 304 || status == 204 || empty || status >= 500) refund(cfg_->refund_fraction);
+    }
+
+    void refund(double fraction) {
+        if (!(decision_.charged > 0) || bucket_key_.empty() || refunded_ > 0) return;
+        refunded_ = decision_.charged * fraction;
+        gate_.buckets().refund(bucket_key_, refunded_, budget_, now_us());
+        const std::string cls = assessment_.price.cost_class.empty() ? "other" : assessment_.price.cost_class;
+        gate_.metrics().refunded(cls, refunded_);
     }
 
     // --- responses --------------------------------------------------------
@@ -278,6 +555,7 @@ private:
     }
 
     void send() {
+        status_sent_ = res_.result_int();
         res_.set("X-Request-Id", request_id_);
         res_.keep_alive(keep_alive_ && !gate_.draining());
         stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
@@ -306,12 +584,15 @@ private:
             {"class", cls},
             {"cost", assessment_.price.cost},
             {"verdict", decision_.verdict},
-            {"status", res_.result_int()},
+            {"status", status_sent_},
             {"upstream_status", upstream_status_},
             {"latency_ms", seconds_since(started_) * 1000},
         };
         if (!assessment_.caps.note.empty()) j["note"] = assessment_.caps.note;
         if (!upstream_error_.empty()) j["upstream_error"] = upstream_error_;
+        if (coalesced_) j["coalesced"] = true;
+        if (refunded_ > 0) j["refunded"] = refunded_;
+        if (!slot_class_.empty()) j["concurrency_class"] = slot_class_;
         if (upstream_status_ || decision_.verdict.rfind("upstream", 0) == 0)
             j["upstream_ms"] = seconds_since(up_started_) * 1000;
         gate_.log_line(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -348,8 +629,25 @@ private:
     void admin() {
         const std::string target(req_.target());
         const std::string path = target.substr(0, target.find('?'));
-        if (path == "/metrics")
-            return respond(200, "text/plain; version=0.0.4", gate_.metrics().prometheus(gate_.buckets().size()), {});
+        if (path == "/metrics") {
+            std::string m = gate_.metrics().prometheus(gate_.buckets().size());
+            m += "# HELP ogc_gate_flights_in_progress Coalesced upstream calls under way.\n"
+                 "# TYPE ogc_gate_flights_in_progress gauge\n"
+                 "ogc_gate_flights_in_progress " + std::to_string(gate_.coalescer().in_flight()) + "\n"
+                 "# HELP ogc_gate_upstream_idle_connections Keep-alive connections to the upstream, idle.\n"
+                 "# TYPE ogc_gate_upstream_idle_connections gauge\n"
+                 "ogc_gate_upstream_idle_connections " + std::to_string(gate_.pool().idle()) + "\n"
+                 "# HELP ogc_gate_concurrency_active Requests holding a slot, by concurrency class.\n"
+                 "# TYPE ogc_gate_concurrency_active gauge\n";
+            const auto v = gate_.slots().view();
+            for (const auto& c : v) m += "ogc_gate_concurrency_active{class=\"" + c.name + "\"} " + std::to_string(c.active) + "\n";
+            m += "# HELP ogc_gate_concurrency_queued Requests waiting for a slot.\n# TYPE ogc_gate_concurrency_queued gauge\n";
+            for (const auto& c : v) m += "ogc_gate_concurrency_queued{class=\"" + c.name + "\"} " + std::to_string(c.queued) + "\n";
+            m += "# HELP ogc_gate_concurrency_rejected_total Requests answered 503 for want of a slot.\n"
+                 "# TYPE ogc_gate_concurrency_rejected_total counter\n";
+            for (const auto& c : v) m += "ogc_gate_concurrency_rejected_total{class=\"" + c.name + "\"} " + std::to_string(c.rejected) + "\n";
+            return respond(200, "text/plain; version=0.0.4", m, {});
+        }
         if (path == "/buckets") {
             nlohmann::json arr = nlohmann::json::array();
             const std::int64_t now = now_us();
@@ -375,8 +673,20 @@ private:
     std::shared_ptr<const Config> cfg_;
     std::optional<http::request_parser<http::string_body>> parser_;
     http::request<http::string_body> req_, up_req_;
-    std::optional<http::response_parser<http::string_body>> up_parser_;
+    std::optional<http::response_parser<http::buffer_body>> up_parser_;
+    std::optional<http::response_serializer<http::buffer_body>> up_sr_;
+    std::vector<char> chunk_;
+    std::string acc_;  // the leader's copy of a body small enough to share
     http::response<http::string_body> res_;
+    std::optional<std::string> flight_key_;  // set while leading a flight
+    std::string slot_class_, bucket_key_;
+    core::Budget budget_{1, 1};
+    std::unique_ptr<asio::steady_timer> queue_timer_;
+    std::size_t body_bytes_ = 0;
+    double refunded_ = 0;
+    unsigned status_sent_ = 0;
+    bool holding_slot_ = false, coalesced_ = false, reused_ = false, retried_ = false;
+    bool up_keep_alive_ = false, up_chunked_ = false, buffering_ = false;
     std::unique_ptr<tcp::resolver> resolver_;
     Assessment assessment_;
     Decision decision_;
@@ -426,7 +736,9 @@ tcp::endpoint parse_listen(const std::string& hostport) {
 
 Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
     : ioc_(ioc), cfg_(std::move(cfg)), upstream_(parse_upstream(cfg_->upstream)), buckets_(cfg_->limits.max_keys),
-      public_(asio::make_strand(ioc)), admin_(asio::make_strand(ioc)) {}
+      pool_(cfg_->limits.upstream_keepalive, cfg_->limits.upstream_idle_timeout_s), public_(asio::make_strand(ioc)), admin_(asio::make_strand(ioc)) {
+    slots_.configure(cfg_->concurrency.classes, cfg_->concurrency.max_queue);
+}
 
 void Gate::start() {
     auto open = [](tcp::acceptor& a, const tcp::endpoint& ep) {
@@ -453,6 +765,8 @@ void Gate::accept(tcp::acceptor& a, bool admin) {
 
 void Gate::reload(std::shared_ptr<const Config> cfg) {
     buckets_.set_max_keys(cfg->limits.max_keys);
+    slots_.configure(cfg->concurrency.classes, cfg->concurrency.max_queue);
+    pool_.configure(cfg->limits.upstream_keepalive, cfg->limits.upstream_idle_timeout_s);
     std::atomic_store(&cfg_, std::move(cfg));
 }
 

@@ -1,7 +1,8 @@
 // The I/O shell around the pure decision: accepts connections (public and
 // admin listeners), reads requests with header/body/idle limits, asks
-// assess → buckets → decide, forwards to the upstream, writes one JSON log
-// line per request. Beast, one io_context run by N threads.
+// assess → buckets → decide → coalescer → concurrency slot → upstream
+// (pooled keep-alive connections, bodies streamed), writes one JSON log line
+// per request. Beast, one io_context run by N threads.
 #pragma once
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -11,6 +12,9 @@
 #include <string>
 
 #include "gate/buckets.hpp"
+#include "gate/coalescer.hpp"
+#include "gate/concurrency.hpp"
+#include "gate/upstream_pool.hpp"
 #include "gate/config.hpp"
 #include "gate/metrics.hpp"
 
@@ -37,6 +41,9 @@ public:
     boost::asio::io_context& ioc() { return ioc_; }
     BucketTable& buckets() { return buckets_; }
     Metrics& metrics() { return metrics_; }
+    Coalescer& coalescer() { return coalescer_; }
+    Slots& slots() { return slots_; }
+    UpstreamPool& pool() { return pool_; }
     const Upstream& upstream() const { return upstream_; }
     void log_line(const std::string& line);
     bool draining() const { return draining_; }
@@ -49,6 +56,9 @@ private:
     Upstream upstream_;
     BucketTable buckets_;
     Metrics metrics_;
+    Coalescer coalescer_;
+    Slots slots_;
+    UpstreamPool pool_;
     boost::asio::ip::tcp::acceptor public_, admin_;
     std::mutex log_mu_;
     std::atomic<bool> draining_{false};

@@ -48,7 +48,7 @@ check "metrics count cost charged" grep -qE '^ogc_gate_cost_charged_total\{class
 check "metrics have upstream latency" grep -qE '^ogc_gate_upstream_latency_seconds_count [1-9]' <<<"$m"
 b=$(curl -s "http://127.0.0.1:$A1/buckets")
 check "bucket snapshot lists hashed keys with tokens and throttled counts" \
-  /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); k=[x for x in d["buckets"] if x["throttled"]>0]; assert k and k[0]["key"].startswith("ip:") and "tokens" in k[0] and "last_request_s_ago" in k[0]' "$b"
+  /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); k=[x for x in d["buckets"] if x["throttled"]>0 and x["key"].startswith("ip:")]; assert k and "tokens" in k[0] and "last_request_s_ago" in k[0]' "$b"
 check "admin endpoints are not on the public port" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1/metrics")" != 200 ] 
 
 # g2: trusted proxy 127.0.0.1, config file, shadow off; then reloads.
@@ -133,7 +133,8 @@ wfs=$(curl -s "http://127.0.0.1:$G3/?SERVICE=WFS&VERSION=1.1.0&REQUEST=GetFeatur
 check "... and as an OWS 1.0 report for WFS 1.1" grep -q '<ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows" version="1.0.0"' <<<"$wfs"
 check_eq "/readyz is 503 when the upstream is down" 503 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G3/readyz")"
 check_eq "/livez stays 200" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G3/livez")"
-for i in 1 2 3 4; do curl -s -o /dev/null "http://127.0.0.1:$G3/$CAPS"; done
+# Upstream failures are refunded 90 %: it takes ~20 of them to empty 2 units.
+for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$G3/$CAPS"; done
 check "shadow mode never refuses (no 429) but logs the verdict" grep -q '"verdict":"shadow_throttled"' "$tmp/g3/gate.log"
 check "shadow mode: no 429 was sent" bash -c "! grep -q '\"status\":429' '$tmp/g3/gate.log'"
 

@@ -1,13 +1,40 @@
 # A stand-in upstream for header tests: answers every request with the
 # request line and headers it received as text/plain. Paths starting with
-# /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests). Usage: python3 echo_upstream.py PORT
-import sys, time
+# /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests).
+# /fail waits 0.5 s and hangs up without an answer; /notmodified answers 304;
+# /big?n=N sends N bytes of body. With ECHO_LOG set, each request line is
+# appended to that file (to count upstream calls).
+# Usage: python3 echo_upstream.py PORT
+import os, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class H(BaseHTTPRequestHandler):
     def _answer(self):
         n = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(n) if n else b''
+        if os.environ.get('ECHO_LOG'):
+            with open(os.environ['ECHO_LOG'], 'a') as f:
+                f.write('%s %s\n' % (self.command, self.path))
+        if self.path.startswith('/fail'):
+            time.sleep(0.5)
+            self.close_connection = True
+            return
+        if self.path.startswith('/notmodified'):
+            self.send_response(304)
+            self.send_header('ETag', '"v1"')
+            self.end_headers()
+            return
+        if self.path.startswith('/big'):
+            n = int(self.path.split('n=')[1].split('&')[0])
+            self.send_response(200)
+            self.send_header('Content-Type', 'application/octet-stream')
+            self.send_header('Content-Length', str(n))
+            self.end_headers()
+            block = b'x' * 65536
+            while n > 0:
+                self.wfile.write(block[:min(n, len(block))])
+                n -= len(block)
+            return
         if self.path.startswith('/slowish'):
             time.sleep(0.8)
         elif self.path.startswith('/slow'):

@@ -5,6 +5,7 @@
 #       -> MapServer at http://127.0.0.1:PORT/ (pid in DIR/lighttpd.pid).
 #       PUBLIC_URL (the gate) is advertised in capabilities: clients such as
 #       OWSLib follow those URLs, and must not be led around the gate.
+#       Every request is logged in DIR/run/access.log (tests count upstream calls).
 #   ms_stop DIR
 # Everything lives under DIR. lighttpd and mapserv run as the calling user
 # (root in CI), so the files need no special permissions.
@@ -100,7 +101,8 @@ server.bind = "127.0.0.1"
 server.port = $port
 server.pid-file = "$dir/lighttpd.pid"
 server.errorlog = "$dir/run/lighttpd.err"
-server.modules += ("mod_fastcgi")
+server.modules += ("mod_fastcgi", "mod_accesslog")
+accesslog.filename = "$dir/run/access.log"
 fastcgi.server = ("/" => ((
   "socket" => "$dir/run/mapserv.sock",
   "bin-path" => "/usr/lib/cgi-bin/mapserv",
