@@ -7,6 +7,7 @@
 #include "ext/identity_stats.hpp"
 #include "ext/plan_pricing.hpp"
 #include "ext/settings.hpp"
+#include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
 
 extern "C" {
@@ -22,11 +23,6 @@ namespace ot::ext {
 namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
-
-const int kBudgetExhausted = MAKE_SQLSTATE('5', '3', 'T', '0', '1');
-const int kCostExceedsCapacity = MAKE_SQLSTATE('5', '4', 'T', '0', '1');
-
-int retry_seconds(double s) { return std::max(1, static_cast<int>(std::ceil(s))); }
 
 [[noreturn]] void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
                          double retry_after_s, bool waited_too_long) {

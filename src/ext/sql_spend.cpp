@@ -4,6 +4,7 @@
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/settings.hpp"
+#include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
 
 extern "C" {
@@ -14,11 +15,6 @@ extern "C" {
 
 namespace ot::ext {
 namespace {
-
-// Custom SQLSTATEs (implementation-defined subclasses): a refusal is transient
-// (class 53, insufficient resources), a cost above capacity is not (class 54).
-const int kBudgetExhausted = MAKE_SQLSTATE('5', '3', 'T', '0', '1');
-const int kCostExceedsCapacity = MAKE_SQLSTATE('5', '4', 'T', '0', '1');
 
 double checked_cost(FunctionCallInfo fcinfo, int n) {
     const double cost = arg_float8(fcinfo, n, "cost");
@@ -49,8 +45,6 @@ core::Budget checked_budget() {
     warn_if_cost_max_exceeds(b.capacity);
     return b;
 }
-
-int retry_seconds(double s) { return std::max(1, static_cast<int>(std::ceil(s))); }
 
 void raise_refusal(const IdentityKey& id, double cost, core::Budget b, const core::SpendResult& r) {
     if (r.outcome == core::SpendOutcome::NeverFits)
