@@ -1,6 +1,12 @@
-// Argument readers shared by the SQL functions: NULL is an error, never a pass.
+// Argument readers shared by the SQL functions (NULL is an error, never a
+// pass), and the row shape they share.
 #pragma once
 #include "ext/bucket_table.hpp"
+
+extern "C" {
+#include "access/htup.h"
+#include "access/tupdesc.h"
+}
 
 namespace ot::ext {
 
@@ -11,5 +17,8 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // The caller's own identity: ogc_throttle.identity when a trusted role set it,
 // else the current role (not a SECURITY DEFINER owner).
 IdentityKey own_identity();
+
+// One row of the buckets shape (throttle_peek, throttle_buckets).
+HeapTuple bucket_row(TupleDesc desc, const BucketView& v);
 
 }  // namespace ot::ext

@@ -80,7 +80,6 @@ TupleDesc result_desc(FunctionCallInfo fcinfo) {
 
 }  // namespace
 
-// Shared with sql_views.cpp: one row of the buckets shape.
 HeapTuple bucket_row(TupleDesc desc, const BucketView& v) {
     Datum values[7];
     bool nulls[7] = {false, false, false, false, false, false, false};

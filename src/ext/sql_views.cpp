@@ -2,6 +2,7 @@
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
+#include "ext/sql_args.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -10,9 +11,6 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-namespace ot::ext {
-HeapTuple bucket_row(TupleDesc desc, const BucketView& v);
-}
 
 using namespace ot::ext;
 
