@@ -1,10 +1,11 @@
 // libFuzzer target: arbitrary bytes through the gate's request parsers, caps,
-// pricing and exception rendering. The first byte picks the method and
+// pricing, exception rendering and the coalescing key. The first byte picks the method and
 // content type; the rest splits at the first newline into target and body.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "gate/coalescer.hpp"
 #include "gate/decision.hpp"
 #include "gate/identity.hpp"
 #include "gate/text.hpp"
@@ -27,6 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const ot::gate::Decision d = ot::gate::decide(in, a, config.tiers[0], spent, config);
     if (!d.forward && d.response.body.empty()) __builtin_trap();
     if (a.price.cost < 0 || a.price.cost != a.price.cost) __builtin_trap();
+
+    // The flight key never shares a request it must not: no POST, no body.
+    if (ot::gate::coalesce_key(in, a.req, {{"Authorization", rest}}, config) && (in.method == "POST" || !in.body.empty()))
+        __builtin_trap();
 
     (void)ot::gate::percent_decode(rest, sel & 16);
     (void)ot::gate::parse_double(rest);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Under load, against the stand-in upstream (test/gate/lib/echo_upstream.py):
+# a full concurrency class answers 503 + Retry-After in the client's protocol;
+# a 40 MB body streams through while the gate's memory stays flat; 304s and
+# upstream failures are refunded most of their cost; upstream keep-alive.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/test/lib/tap.sh"
+. "$root/test/gate/lib/gate.sh"
+ECHO=18500 G1=18501 A1=18502 G2=18503 A2=18504 G3=18505 A3=18506 MS=18507 G4=18508 A4=18509
+tmp=$(mktemp -d)
+echo_pid=
+cleanup() { for g in g1 g2 g3 g4; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+[ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
+ECHO_LOG="$tmp/echo.log" /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" 2>"$tmp/echo.err" & echo_pid=$!
+for i in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$ECHO/" && break; sleep 0.1; done
+par() { curl -s -Z --parallel-immediate --parallel-max 50 "$@" 2>/dev/null; }
+map() {  # path bbox-x: a GetMap the echo upstream answers (distinct x: no coalescing)
+  echo "http://127.0.0.1:$G1$1?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:4326&BBOX=0,$2,1,1&WIDTH=10&HEIGHT=10&FORMAT=image/png"
+}
+
+# 1. Concurrency class "map": 1 slot, 1 queued for at most 0.3 s.
+cat >"$tmp/g1.yaml" <<YAML
+tiers: [{name: public, rate: 10000, burst: 100000}]
+concurrency:
+  queue_timeout: 0.3
+  max_queue: 1
+  classes:
+    - {name: map, match: [GetMap], limit: 1}
+YAML
+gate_start "$tmp/g1" "$G1" "$A1" "http://127.0.0.1:$ECHO" --config "$tmp/g1.yaml" || { not_ok "gate starts"; tap_exit; }
+# --next: -D and -w are per transfer only after it.
+par -o "$tmp/c1" -D "$tmp/h1" -w '%{http_code}\n' "$(map /slowish 0.1)" \
+    --next -o "$tmp/c2" -D "$tmp/h2" -w '%{http_code}\n' "$(map /slowish 0.2)" \
+    --next -o "$tmp/c3" -D "$tmp/h3" -w '%{http_code}\n' "$(map /slowish 0.3)" >"$tmp/codes"
+check_eq "class full: one GetMap runs, the queued one times out, the third finds the queue full" "1x200 2x503" \
+  "$(sort "$tmp/codes" | uniq -c | awk '{printf "%s%sx%s", sep, $1, $2; sep=" "}')"
+busy=$(grep -l '^HTTP/1.1 503' "$tmp"/h? | head -1); busy=${busy##*/h}
+check "503 carries Retry-After: 1" grep -qi '^Retry-After: 1' "$tmp/h$busy"
+check "503 body is a WMS 1.3.0 exception report saying when to retry" \
+  grep -q 'ServiceExceptionReport version="1.3.0".*' "$tmp/c$busy"
+check "... 'busy' in its text" grep -q 'busy with requests of this kind. Retry after 1 s' "$tmp/c$busy"
+wfs=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1/?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=x&COUNT=1")
+check_eq "other classes are not limited" 200 "$wfs"
+check_eq "after the slot is free a GetMap passes again" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$(map / 0.4)")"
+m=$(curl -s "http://127.0.0.1:$A1/metrics")
+check "metrics: rejections per concurrency class" grep -q '^ogc_gate_concurrency_rejected_total{class="map"} 2' <<<"$m"
+check "log names the verdict busy" grep -q '"verdict":"busy"' "$tmp/g1/gate.log"
+
+# 2. A 40 MB body streams through: peak RSS grows by far less than the body.
+gate_start "$tmp/g2" "$G2" "$A2" "http://127.0.0.1:$ECHO" --burst 100000 --rate 10000 || not_ok "gate 2 starts"
+pid=$(cat "$tmp/g2/gate.pid")
+curl -s -o /dev/null "http://127.0.0.1:$G2/big?n=1000"
+hwm0=$(awk '/^VmHWM/{print $2}' "/proc/$pid/status")
+N=40000000
+par -o "$tmp/big1" "http://127.0.0.1:$G2/big?n=$N" -o "$tmp/big2" "http://127.0.0.1:$G2/big?n=$N&b" \
+    -o "$tmp/big3" "http://127.0.0.1:$G2/big?n=$N&c" -o "$tmp/big4" "http://127.0.0.1:$G2/big?n=$N&d"
+hwm1=$(awk '/^VmHWM/{print $2}' "/proc/$pid/status")
+check_eq "four concurrent 40 MB downloads arrive whole" "$N $N $N $N" "$(stat -c %s "$tmp"/big? | tr '\n' ' ' | sed 's/ $//')"
+check "gate peak RSS grew by less than 8 MB for 160 MB streamed (${hwm0} kB -> ${hwm1} kB)" [ $((hwm1 - hwm0)) -lt 8192 ]
+# A GetMap too large to share (above coalesce.max_body_bytes) streams to each client.
+B="http://127.0.0.1:$G2/big?n=$N&SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:4326&BBOX=0,0,1,1&WIDTH=10&HEIGHT=10&FORMAT=image/png"
+par -o "$tmp/gm1" "$B" -o "$tmp/gm2" "$B"
+hwm2=$(awk '/^VmHWM/{print $2}' "/proc/$pid/status")
+check_eq "two identical 40 MB GetMaps (too big to coalesce) both arrive whole" "$N $N" "$(stat -c %s "$tmp"/gm? | tr '\n' ' ' | sed 's/ $//')"
+check "... and the peak RSS still stays flat (${hwm1} kB -> ${hwm2} kB)" [ $((hwm2 - hwm0)) -lt 8192 ]
+
+# 3. Charge on the way out: 304 refunds 90 % (cost.other = 10, burst 100, no refill to speak of).
+cat >"$tmp/g3.yaml" <<YAML
+tiers: [{name: public, rate: 0.001, burst: 100}]
+cost: {other: 10}
+YAML
+gate_start "$tmp/g3" "$G3" "$A3" "http://127.0.0.1:$ECHO" --config "$tmp/g3.yaml" || not_ok "gate 3 starts"
+rem() { curl -s -D - -o /dev/null "http://127.0.0.1:$G3$1" | sed -nE 's/^[Xx]-[Rr]ate[Ll]imit-[Rr]emaining: ([0-9]+)\r?$/\1/p'; }
+st=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G3/notmodified")
+check_eq "upstream 304 passed through" 304 "$st"
+r1=$(rem /plain)
+check "after a 304 (charged 10, refunded 9) the next request sees 89 left (got $r1)" [ "$r1" -ge 88 ] && [ "$r1" -le 89 ]
+r2=$(rem /plain)
+check "a 200 is charged in full: 10 less again (got $r2)" [ "$r2" -ge 78 ] && [ "$r2" -le 79 ]
+check "the refund is logged" grep -q '"refunded":9' "$tmp/g3/gate.log"
+check "metrics count refunded cost" grep -qE '^ogc_gate_cost_refunded_total\{class="other"\} 9' <(curl -s "http://127.0.0.1:$A3/metrics")
+
+# 4. Upstream keep-alive: lighttpd keeps connections open; sequential requests reuse one.
+. "$root/test/gate/lib/mapserver.sh"
+ms_start "$tmp/ms" "$MS" 100 || not_ok "MapServer starts"
+gate_start "$tmp/g4" "$G4" "$A4" "http://127.0.0.1:$MS" --burst 100000 --rate 10000 || not_ok "gate 4 starts"
+for i in 1 2 3 4 5; do curl -s -o /dev/null "http://127.0.0.1:$G4/?SERVICE=WMS&REQUEST=GetCapabilities&n=$i"; done
+idle=$(curl -s "http://127.0.0.1:$A4/metrics" | sed -n 's/^ogc_gate_upstream_idle_connections //p')
+check_eq "five sequential requests leave one idle upstream connection (reused)" 1 "$idle"
+ms_stop "$tmp/ms"
+tap_exit
