@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# ogc-gate against nginx on loopback, in one run (see bench/README.md):
+#   reject path: gate 429 vs nginx limit_req 429
+#   pass-through: gate vs nginx proxy_pass vs the static upstream directly
+#   added latency (one connection): p50 over direct, p99 against nginx's
+#   stampede: 100 identical concurrent GetMaps -> upstream calls
+# Knobs: ROUNDS (3), SECS per throughput run (5), LSECS per latency run (4),
+# CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (2).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+ROUNDS=${ROUNDS:-3} SECS=${SECS:-5} LSECS=${LSECS:-4} CONNS=${CONNS:-32}
+WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-2}
+P_STATIC=18900 P_LIMIT=18901 P_PROXY=18902 P_GREJ=18903 P_GREJ_A=18904 P_GPASS=18905 P_GPASS_A=18906
+P_SLOW=18907 P_GSTAMP=18908 P_GSTAMP_A=18909
+for b in nginx wrk curl; do command -v "$b" >/dev/null || { echo "needs $b (apt-get install nginx wrk curl)" >&2; exit 1; }; done
+[ -x "$root/bin/ogc-gate" ] || make -s -C "$root" bin/ogc-gate || exit 1
+. "$root/test/gate/lib/gate.sh"
+
+tmp=$(mktemp -d)
+slow_pid=
+cleanup() {
+  for g in grej gpass gstamp; do gate_stop "$tmp/$g"; done
+  [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null
+  [ -n "$slow_pid" ] && kill "$slow_pid" 2>/dev/null
+  sleep 0.2; rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- nginx: static upstream, limit_req reject path, proxy_pass -----------------
+mkdir -p "$tmp/www" "$tmp/ngx"
+chmod 755 "$tmp" "$tmp/www"  # nginx workers run as nobody when started by root
+head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
+cat >"$tmp/nginx.conf" <<CONF
+worker_processes $NGINX_WORKERS;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx.err warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/ngx/body; proxy_temp_path $tmp/ngx/proxy;
+  fastcgi_temp_path $tmp/ngx/fcgi; uwsgi_temp_path $tmp/ngx/uwsgi; scgi_temp_path $tmp/ngx/scgi;
+  keepalive_requests 1000000;
+  limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/m;
+  upstream static { server 127.0.0.1:$P_STATIC; keepalive 64; }
+  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; }
+  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www;
+           location / { limit_req zone=one nodelay; limit_req_status 429; } }
+  server { listen 127.0.0.1:$P_PROXY;
+           location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+CONF
+nginx -c "$tmp/nginx.conf" -p "$tmp" || { echo "nginx did not start" >&2; exit 1; }
+for i in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$P_STATIC/tile.png" && break; sleep 0.1; done
+
+# --- gates: one that refuses everything, one that passes everything -----------
+# A GetCapabilities costs 1 unit: with a burst of 1 the second is a 429
+# (a GetMap would cost more than the whole burst: a "never fits" refusal).
+MAP="/tile.png?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"
+gate_start "$tmp/grej" "$P_GREJ" "$P_GREJ_A" "http://127.0.0.1:$P_STATIC" --threads "$GATE_THREADS" --burst 1 --rate 0.0001 || exit 1
+gate_start "$tmp/gpass" "$P_GPASS" "$P_GPASS_A" "http://127.0.0.1:$P_STATIC" --threads "$GATE_THREADS" --burst 1e9 --rate 1e9 || exit 1
+curl -s -o /dev/null "http://127.0.0.1:$P_GREJ$MAP"   # spends the one unit; all later ones are refused
+curl -s -o /dev/null "http://127.0.0.1:$P_LIMIT$MAP"  # same for nginx (1 per minute)
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P_GREJ$MAP")" = 429 ] || { echo "gate reject path not 429" >&2; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P_LIMIT$MAP")" = 429 ] || { echo "nginx reject path not 429" >&2; exit 1; }
+curl -s -o "$tmp/got.png" "http://127.0.0.1:$P_GPASS/tile.png"
+cmp -s "$tmp/www/tile.png" "$tmp/got.png" || { echo "gate pass-through body differs:" >&2; head -c 300 "$tmp/got.png" >&2; exit 1; }
+
+# --- measurements ---------------------------------------------------------------
+rps() {  # url -> requests/s (throughput run)
+  wrk -t"$WRK_THREADS" -c"$CONNS" -d"${SECS}s" "$1" 2>/dev/null | awk '/^Requests\/sec:/{print $2}'
+}
+lat() {  # url -> "p50 p99" in ms (one connection, one thread)
+  wrk -t1 -c1 -d"${LSECS}s" --latency "$1" 2>/dev/null | awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    $1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) } END { printf "%.4f %.4f\n", p50, p99 }'
+}
+median() { sort -g | awk '{a[NR] = $1} END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+declare -A R
+names=(nginx_reject gate_reject direct nginx_proxy gate_pass)
+declare -A URL=([nginx_reject]="http://127.0.0.1:$P_LIMIT$MAP" [gate_reject]="http://127.0.0.1:$P_GREJ$MAP"
+  [direct]="http://127.0.0.1:$P_STATIC/tile.png" [nginx_proxy]="http://127.0.0.1:$P_PROXY/tile.png"
+  [gate_pass]="http://127.0.0.1:$P_GPASS/tile.png")
+echo "ogc-gate benchmark: $ROUNDS rounds, wrk -t$WRK_THREADS -c$CONNS -d${SECS}s (throughput), -t1 -c1 -d${LSECS}s (latency)"
+echo "gate threads $GATE_THREADS, nginx workers $NGINX_WORKERS, $(nproc) cores shared with wrk; 20 kB static body"
+for r in $(seq 1 "$ROUNDS"); do
+  # Rotate the order each round so no design always runs first (or warm).
+  order=("${names[@]:$((r % 5))}" "${names[@]:0:$((r % 5))}")
+  line="round $r:"
+  for n in "${order[@]}"; do v=$(rps "${URL[$n]}"); R[$n]+="$v "; line+=" $n=$v"; done
+  for n in direct nginx_proxy gate_pass; do
+    read -r p50 p99 < <(lat "${URL[$n]}"); R[${n}_p50]+="$p50 "; R[${n}_p99]+="$p99 "; line+=" ${n}_p50/p99=${p50}/${p99}ms"
+  done
+  echo "$line"
+done
+med() { tr ' ' '\n' <<<"${R[$1]}" | grep . | median; }
+
+# --- stampede: 100 identical GetMaps through the gate to a slow upstream --------
+ECHO_LOG="$tmp/slow.log" /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$P_SLOW" 2>/dev/null & slow_pid=$!
+for i in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$P_SLOW/" && break; sleep 0.1; done
+: >"$tmp/slow.log"
+gate_start "$tmp/gstamp" "$P_GSTAMP" "$P_GSTAMP_A" "http://127.0.0.1:$P_SLOW" --threads "$GATE_THREADS" --burst 1e9 --rate 1e9 || exit 1
+SQ="http://127.0.0.1:$P_GSTAMP/slowish?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=a&STYLES=&CRS=EPSG:4326&BBOX=0,0,1,1&WIDTH=256&HEIGHT=256&FORMAT=image/png"
+args=(); for i in $(seq 1 100); do args+=(-o /dev/null "$SQ"); done
+curl -s -Z --parallel-immediate --parallel-max 100 "${args[@]}" 2>/dev/null
+calls=$(grep -c '^GET /slowish' "$tmp/slow.log")
+
+# --- report ---------------------------------------------------------------------
+nr=$(med nginx_reject) gr=$(med gate_reject) d=$(med direct) np=$(med nginx_proxy) gp=$(med gate_pass)
+dp50=$(med direct_p50) np50=$(med nginx_proxy_p50) gp50=$(med gate_pass_p50)
+np99=$(med nginx_proxy_p99) gp99=$(med gate_pass_p99)
+calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+rej_ratio=$(calc "$gr / $nr") pass_ratio=$(calc "$gp / $np") added=$(calc "$gp50 - $dp50" 3)
+nadded=$(calc "$np50 - $dp50" 3) p99_ratio=$(calc "$gp99 / $np99")
+echo
+echo "medians: nginx limit_req reject $nr/s, gate reject $gr/s; direct $d/s, nginx proxy_pass $np/s, gate $gp/s"
+echo "latency (1 connection) p50/p99 ms: direct $dp50/$(med direct_p99), nginx proxy $np50/$np99, gate $gp50/$gp99"
+echo "ratios: reject gate/nginx = $rej_ratio; pass-through gate/nginx = $pass_ratio; added p50 gate $added ms (nginx $nadded ms); p99 gate/nginx = $p99_ratio"
+met() { awk "BEGIN { print ($1) ? \"yes\" : \"no\" }"; }
+echo
+echo "figure | value | target | met?"
+echo "reject path, gate / nginx limit_req | ${rej_ratio}x | >= 1.0x | $(met "$rej_ratio >= 1.0")"
+echo "pass-through, gate / nginx proxy_pass | ${pass_ratio}x | >= 0.8x | $(met "$pass_ratio >= 0.8")"
+echo "added p50 latency over direct | ${added} ms | <= 0.3 ms | $(met "$added <= 0.3")"
+echo "p99 latency, gate / nginx proxy_pass | ${p99_ratio}x | <= 1.5x | $(met "$p99_ratio <= 1.5")"
+echo "stampede of 100 -> upstream calls | $calls | 1 | $(met "$calls == 1")"
