@@ -139,10 +139,10 @@ int main(int argc, char** argv) {
     }
 
     const int threads = cfg->threads > 0 ? cfg->threads : std::max(1u, std::thread::hardware_concurrency());
-    boost::asio::io_context ioc(threads);
+    boost::asio::io_context ioc(1);
     Gate gate(ioc, cfg);
     try {
-        gate.start();
+        gate.start(threads);
     } catch (const std::exception& e) {
         std::cerr << "ogc-gate: cannot listen: " << e.what() << "\n";
         return 1;
@@ -177,10 +177,8 @@ int main(int argc, char** argv) {
     };
     wait_signal();
 
-    std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
-    for (auto& t : pool) t.join();
+    gate.join();
     std::cerr << "ogc-gate: stopped\n";
     return 0;
 }

@@ -743,7 +743,11 @@ Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
     slots_.configure(cfg_->concurrency.classes, cfg_->concurrency.max_queue);
 }
 
-void Gate::start() {
+void Gate::start(int threads) {
+    for (int i = 0; i < std::max(threads, 1); ++i) {
+        workers_.push_back(std::make_unique<asio::io_context>(1));
+        guards_.push_back(asio::make_work_guard(*workers_.back()));
+    }
     auto open = [](tcp::acceptor& a, const tcp::endpoint& ep) {
         a.open(ep.protocol());
         a.set_option(asio::socket_base::reuse_address(true));
@@ -756,10 +760,13 @@ void Gate::start() {
         open(admin_, parse_listen(cfg_->admin_listen));
         accept(admin_, true);
     }
+    // Last: a listener that fails to bind leaves no thread behind.
+    for (auto& w : workers_) threads_.emplace_back([io = w.get()] { io->run(); });
 }
 
 void Gate::accept(tcp::acceptor& a, bool admin) {
-    a.async_accept(asio::make_strand(ioc_), [this, &a, admin](beast::error_code ec, tcp::socket s) {
+    auto& worker = *workers_[next_worker_++ % workers_.size()];
+    a.async_accept(worker.get_executor(), [this, &a, admin](beast::error_code ec, tcp::socket s) {
         if (ec == asio::error::operation_aborted || !a.is_open()) return;
         if (!ec) std::make_shared<Session>(std::move(s), *this, admin)->start();
         accept(a, admin);
@@ -787,12 +794,21 @@ void Gate::drain_and_stop(double timeout_s) {
     *tick = [this, timer, deadline, tick]() {
         if (inflight.load() <= 0 || Clock::now() >= deadline) {
             ioc_.stop();
+            for (auto& w : workers_) w->stop();
             return;
         }
         timer->expires_after(std::chrono::milliseconds(50));
         timer->async_wait([tick](beast::error_code) { (*tick)(); });
     };
     (*tick)();
+}
+
+Gate::~Gate() { join(); }
+
+void Gate::join() {
+    for (auto& w : workers_) w->stop();
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
 }
 
 void Gate::log_line(const std::string& line) {

@@ -6,10 +6,13 @@
 #pragma once
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gate/buckets.hpp"
 #include "gate/coalescer.hpp"
@@ -32,7 +35,13 @@ boost::asio::ip::tcp::endpoint parse_listen(const std::string& hostport);
 class Gate {
 public:
     Gate(boost::asio::io_context& ioc, std::shared_ptr<const Config> cfg);
-    void start();                                    // binds both listeners; throws on failure
+    ~Gate();
+    // Binds both listeners (throws on failure) and starts `threads` I/O
+    // threads, each with an io_context of its own: a connection lives on one
+    // thread, so its steps never wake another core. `ioc` (run by the
+    // caller) only accepts and hands connections out.
+    void start(int threads);
+    void join();  // after drain_and_stop, once the caller's ioc has returned
     void reload(std::shared_ptr<const Config> cfg);  // keeps listeners and connections
     void drain_and_stop(double timeout_s);           // SIGTERM
 
@@ -52,6 +61,10 @@ public:
 private:
     void accept(boost::asio::ip::tcp::acceptor& a, bool admin);
     boost::asio::io_context& ioc_;
+    std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
+    std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
+    std::vector<std::thread> threads_;
+    std::atomic<unsigned> next_worker_{0};
     std::shared_ptr<const Config> cfg_;
     Upstream upstream_;
     BucketTable buckets_;
