@@ -5,11 +5,13 @@
 #   added latency (one connection): p50 over direct, p99 against nginx's
 #   stampede: 100 identical concurrent GetMaps -> upstream calls
 # Knobs: ROUNDS (3), SECS per throughput run (5), LSECS per latency run (4),
-# CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (2).
+# CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (2),
+# NGINX_LOG (on: nginx's limit_req and proxy_pass servers write an access log
+# line per request, as the gate writes its JSON line; off: they log nothing).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-3} SECS=${SECS:-5} LSECS=${LSECS:-4} CONNS=${CONNS:-32}
-WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-2}
+WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-2} NGINX_LOG=${NGINX_LOG:-on}
 P_STATIC=18900 P_LIMIT=18901 P_PROXY=18902 P_GREJ=18903 P_GREJ_A=18904 P_GPASS=18905 P_GPASS_A=18906
 P_SLOW=18907 P_GSTAMP=18908 P_GSTAMP_A=18909
 for b in nginx wrk curl; do command -v "$b" >/dev/null || { echo "needs $b (apt-get install nginx wrk curl)" >&2; exit 1; }; done
@@ -31,6 +33,7 @@ trap 'exit 130' INT TERM
 mkdir -p "$tmp/www" "$tmp/ngx"
 chmod 755 "$tmp" "$tmp/www"  # nginx workers run as nobody when started by root
 head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
+LOGLINE=""; [ "$NGINX_LOG" = on ] && LOGLINE="access_log $tmp/access.log;"
 cat >"$tmp/nginx.conf" <<CONF
 worker_processes $NGINX_WORKERS;
 pid $tmp/nginx.pid;
@@ -44,9 +47,9 @@ http {
   limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/m;
   upstream static { server 127.0.0.1:$P_STATIC; keepalive 64; }
   server { listen 127.0.0.1:$P_STATIC; root $tmp/www; }
-  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www;
+  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www; $LOGLINE
            location / { limit_req zone=one nodelay; limit_req_status 429; } }
-  server { listen 127.0.0.1:$P_PROXY;
+  server { listen 127.0.0.1:$P_PROXY; $LOGLINE
            location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 CONF
@@ -83,7 +86,7 @@ declare -A URL=([nginx_reject]="http://127.0.0.1:$P_LIMIT$MAP" [gate_reject]="ht
   [direct]="http://127.0.0.1:$P_STATIC/tile.png" [nginx_proxy]="http://127.0.0.1:$P_PROXY/tile.png"
   [gate_pass]="http://127.0.0.1:$P_GPASS/tile.png")
 echo "ogc-gate benchmark: $ROUNDS rounds, wrk -t$WRK_THREADS -c$CONNS -d${SECS}s (throughput), -t1 -c1 -d${LSECS}s (latency)"
-echo "gate threads $GATE_THREADS, nginx workers $NGINX_WORKERS, $(nproc) cores shared with wrk; 20 kB static body"
+echo "gate threads $GATE_THREADS, nginx workers $NGINX_WORKERS (access log $NGINX_LOG), $(nproc) cores shared with wrk; 20 kB static body"
 for r in $(seq 1 "$ROUNDS"); do
   # Rotate the order each round so no design always runs first (or warm).
   order=("${names[@]:$((r % 5))}" "${names[@]:0:$((r % 5))}")

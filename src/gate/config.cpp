@@ -84,6 +84,7 @@ std::string config_problem(const Config& c) {
         return "limits: timeouts must be above zero";
     if (c.limits.max_keys < 16) return "limits.max_keys must be at least 16";
     if (!(c.refund_fraction >= 0 && c.refund_fraction <= 1)) return "refund_fraction must be between 0 and 1";
+    if (c.limits.inimage_max_pixels < 0) return "limits.inimage_max_pixels must be zero (never draw) or above";
     if (!(c.limits.upstream_idle_timeout_s > 0)) return "limits.upstream_idle_timeout must be above zero";
     if (!(c.concurrency.queue_timeout_s >= 0)) return "concurrency.queue_timeout must be zero or above";
     {
@@ -135,7 +136,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (const YAML::Node l = root["limits"]) {
         check_keys(l,
                    {"header_bytes", "body_bytes", "upstream_body_bytes", "idle_timeout", "upstream_timeout",
-                    "upstream_connect_timeout", "max_keys", "upstream_keepalive", "upstream_idle_timeout"},
+                    "upstream_connect_timeout", "max_keys", "upstream_keepalive", "upstream_idle_timeout", "inimage_max_pixels"},
                    "limits");
         get(l, "header_bytes", c.limits.header_bytes, "limits");
         get(l, "body_bytes", c.limits.body_bytes, "limits");
@@ -146,6 +147,7 @@ Config load_config_file(const std::string& path, Config c) {
         get(l, "max_keys", c.limits.max_keys, "limits");
         get(l, "upstream_keepalive", c.limits.upstream_keepalive, "limits");
         get(l, "upstream_idle_timeout", c.limits.upstream_idle_timeout_s, "limits");
+        get(l, "inimage_max_pixels", c.limits.inimage_max_pixels, "limits");
     }
     get(root, "refund_fraction", c.refund_fraction, path);
     if (const YAML::Node co = root["coalesce"]) {

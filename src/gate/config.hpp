@@ -44,6 +44,7 @@ struct Limits {
     std::size_t max_keys = 100000;
     std::size_t upstream_keepalive = 32;   // idle upstream connections kept
     double upstream_idle_timeout_s = 4;    // below lighttpd's 5 s and nginx's 75 s
+    std::int64_t inimage_max_pixels = 2048LL * 2048LL;  // largest refusal drawn (EXCEPTIONS=INIMAGE)
 };
 
 struct Coalesce {

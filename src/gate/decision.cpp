@@ -1,5 +1,7 @@
 #include "gate/decision.hpp"
 
+#include "gate/inimage.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -19,13 +21,19 @@ long long ceil_at_least(double v, long long floor_value) {
 
 Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict) {
     Decision d;
-    const Rendered r = render_error(a.req.service, a.req.dialect, e, c.exception_status);
+    const Rendered r = render_refusal(a, e, c);
     d.response = {r.status, r.content_type, r.body, {{"Cache-Control", "no-store"}}};
     d.verdict = std::move(verdict);
     return d;
 }
 
 }  // namespace
+
+Rendered render_refusal(const Assessment& a, const OgcError& e, const Config& c) {
+    Rendered r = render_error(a.req.service, a.req.dialect, e, c.exception_status);
+    if (auto img = render_in_image(a.req, c, e.text, r.status)) return *img;
+    return r;
+}
 
 Assessment assess(const HttpIn& in, const Config& c) {
     Assessment a;

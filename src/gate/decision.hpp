@@ -47,6 +47,10 @@ struct Decision {
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                 const std::optional<core::SpendResult>& spent, const Config& c);
 
+// A refusal in the client's protocol: OGC exception document, problem JSON,
+// plain text, or for a WMS GetMap with EXCEPTIONS=INIMAGE/BLANK an image.
+Rendered render_refusal(const Assessment& a, const OgcError& e, const Config& c);
+
 // The rate-limit header set for a bucket state.
 HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s);
 

@@ -291,7 +291,7 @@ private:
         OgcError e{ErrorKind::Busy, "NoApplicableCode", "",
                    "The map server behind this gate is busy with requests of this kind. Retry after " +
                        std::to_string(static_cast<int>(wait)) + " s."};
-        const Rendered r = render_error(assessment_.req.service, assessment_.req.dialect, e, cfg_->exception_status);
+        const Rendered r = render_refusal(assessment_, e, *cfg_);
         HeaderList h = decision_.headers;
         h.push_back({"Retry-After", std::to_string(static_cast<int>(wait))});
         h.push_back({"Cache-Control", "no-store"});
@@ -375,7 +375,7 @@ private:
         OgcError e{timeout ? ErrorKind::UpstreamTimeout : ErrorKind::UpstreamDown, "NoApplicableCode", "",
                    timeout ? "The map server behind this gate did not answer in time. Try again later or ask for less."
                            : "The map server behind this gate is not reachable. Try again later."};
-        const Rendered r = render_error(assessment_.req.service, assessment_.req.dialect, e, cfg_->exception_status);
+        const Rendered r = render_refusal(assessment_, e, *cfg_);
         HeaderList h = decision_.headers;
         h.push_back({"Cache-Control", "no-store"});
         respond(r.status, r.content_type, r.body, h);

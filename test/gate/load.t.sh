@@ -6,10 +6,10 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
-ECHO=18500 G1=18501 A1=18502 G2=18503 A2=18504 G3=18505 A3=18506 MS=18507 G4=18508 A4=18509
+ECHO=18500 G1=18501 A1=18502 G2=18503 A2=18504 G3=18505 A3=18506 MS=18507 G4=18508 A4=18509 G5=18510 A5=18511
 tmp=$(mktemp -d)
 echo_pid=
-cleanup() { for g in g1 g2 g3 g4; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { for g in g1 g2 g3 g4 g5; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 [ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
 ECHO_LOG="$tmp/echo.log" /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" 2>"$tmp/echo.err" & echo_pid=$!
@@ -80,6 +80,24 @@ r2=$(rem /plain)
 check "a 200 is charged in full: 10 less again (got $r2)" [ "$r2" -ge 78 ] && [ "$r2" -le 79 ]
 check "the refund is logged" grep -q '"refunded":9' "$tmp/g3/gate.log"
 check "metrics count refunded cost" grep -qE '^ogc_gate_cost_refunded_total\{class="other"\} 9' <(curl -s "http://127.0.0.1:$A3/metrics")
+
+# 5. EXCEPTIONS=INIMAGE / BLANK: a throttled GetMap answered with a picture of the size asked.
+cat >"$tmp/g5.yaml" <<YAML
+tiers: [{name: public, rate: 0.001, burst: 5}]
+cost: {other: 5}
+YAML
+gate_start "$tmp/g5" "$G5" "$A5" "http://127.0.0.1:$ECHO" --config "$tmp/g5.yaml" || not_ok "gate 5 starts"
+curl -s -o /dev/null "http://127.0.0.1:$G5/?SERVICE=WMS&REQUEST=GetCapabilities"   # spends the budget
+GM="http://127.0.0.1:$G5/?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:4326&BBOX=0,0,0.001,0.001&WIDTH=300&HEIGHT=150&FORMAT=image/png"
+pngsize() { /usr/bin/python3 -c 'import struct,sys; b=open(sys.argv[1],"rb").read(24); print("%dx%d" % struct.unpack(">II", b[16:24]) if b[:8]==b"\x89PNG\r\n\x1a\n" else "not-png")' "$1"; }
+out=$(curl -s -o "$tmp/in.png" -D "$tmp/in.h" -w '%{http_code} %{content_type}' "$GM&EXCEPTIONS=INIMAGE")
+check_eq "INIMAGE: a throttled GetMap is a 429 PNG" "429 image/png" "$out"
+check_eq "... of the requested size" "300x150" "$(pngsize "$tmp/in.png")"
+check "... still with Retry-After" grep -qi '^Retry-After: [1-9]' "$tmp/in.h"
+out=$(curl -s -o "$tmp/bl.png" -w '%{http_code} %{content_type}' "$GM&EXCEPTIONS=BLANK")
+check_eq "BLANK: a 429 PNG too" "429 image/png" "$out"
+check_eq "... of the requested size" "300x150" "$(pngsize "$tmp/bl.png")"
+check "without EXCEPTIONS the refusal stays XML" bash -c "curl -s '$GM' | grep -q '<ServiceExceptionReport'"
 
 # 4. Upstream keep-alive: lighttpd keeps connections open; sequential requests reuse one.
 . "$root/test/gate/lib/mapserver.sh"
