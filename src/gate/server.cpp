@@ -447,7 +447,12 @@ private:
             m.version(11);
             for (const auto& [k, v] : decision_.headers) m.set(k, v);
             m.set("X-Request-Id", request_id_);
-            if (up_chunked_ && req_.method() != http::verb::head) m.chunked(true);
+            // An HTTP/1.0 client cannot read chunks: the end of its body is
+            // the end of the connection.
+            if (up_chunked_ && req_.method() != http::verb::head) {
+                if (req_.version() >= 11) m.chunked(true);
+                else keep_alive_ = false;
+            }
             m.keep_alive(keep_alive_ && !gate_.draining());
             status_sent_ = m.result_int();
             up_sr_.emplace(m);

@@ -65,6 +65,10 @@ hwm2=$(awk '/^VmHWM/{print $2}' "/proc/$pid/status")
 check_eq "two identical 40 MB GetMaps (too big to coalesce) both arrive whole" "$N $N" "$(stat -c %s "$tmp"/gm? | tr '\n' ' ' | sed 's/ $//')"
 check "... and the peak RSS still stays flat (${hwm1} kB -> ${hwm2} kB)" [ $((hwm2 - hwm0)) -lt 8192 ]
 
+# Chunked upstream answers: re-chunked for HTTP/1.1 clients, close-delimited for HTTP/1.0 ones.
+check_eq "chunked upstream body relayed to an HTTP/1.1 client" "chunk-one chunk-two chunk-three" "$(curl -s "http://127.0.0.1:$G2/chunked")"
+check_eq "... and to an HTTP/1.0 client" "chunk-one chunk-two chunk-three" "$(curl -s -0 "http://127.0.0.1:$G2/chunked")"
+
 # 3. Charge on the way out: 304 refunds 90 % (cost.other = 10, burst 100, no refill to speak of).
 cat >"$tmp/g3.yaml" <<YAML
 tiers: [{name: public, rate: 0.001, burst: 100}]

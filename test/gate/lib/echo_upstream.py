@@ -2,7 +2,7 @@
 # request line and headers it received as text/plain. Paths starting with
 # /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests).
 # /fail waits 0.5 s and hangs up without an answer; /notmodified answers 304;
-# /big?n=N sends N bytes of body. With ECHO_LOG set, each request line is
+# /big?n=N sends N bytes of body; /chunked answers in chunks. With ECHO_LOG set, each request line is
 # appended to that file (to count upstream calls).
 # Usage: python3 echo_upstream.py PORT
 import os, sys, time
@@ -23,6 +23,18 @@ class H(BaseHTTPRequestHandler):
             self.send_response(304)
             self.send_header('ETag', '"v1"')
             self.end_headers()
+            return
+        if self.path.startswith('/chunked'):
+            self.protocol_version = 'HTTP/1.1'
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/plain')
+            self.send_header('Transfer-Encoding', 'chunked')
+            self.send_header('Connection', 'close')
+            self.end_headers()
+            for piece in (b'chunk-one ', b'chunk-two ', b'chunk-three'):
+                self.wfile.write(b'%x\r\n%s\r\n' % (len(piece), piece))
+            self.wfile.write(b'0\r\n\r\n')
+            self.close_connection = True
             return
         if self.path.startswith('/big'):
             n = int(self.path.split('n=')[1].split('&')[0])
