@@ -75,7 +75,8 @@ std::string iso_now() {
 // changes the rules half-way through one.
 class Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(tcp::socket s, Gate& g, bool admin) : stream_(std::move(s)), gate_(g), admin_(admin) {
+    Session(tcp::socket s, Gate& g, bool admin, unsigned worker)
+        : stream_(std::move(s)), gate_(g), admin_(admin), worker_(worker) {
         beast::error_code ec;
         const auto ep = stream_.socket().remote_endpoint(ec);
         if (!ec) peer_ = parse_ip(ep.address().to_string()).value_or(IpAddr{});
@@ -307,18 +308,15 @@ private:
         up_sr_.reset();
         up_parser_.reset();
         auto ex = stream_.get_executor();
-        std::optional<UpstreamPool::Conn> conn;
-        if (!retried_) conn = gate_.pool().take();
-        if (conn) {
-            reused_ = true;
-            beast::error_code ec;
-            tcp::socket sock(ex);
-            sock.assign(conn->v6 ? tcp::v6() : tcp::v4(), conn->fd, ec);
-            if (!ec) {
-                up_ = std::make_unique<beast::tcp_stream>(std::move(sock));
+        if (!retried_) {
+            auto conn = gate_.pool(worker_).take(Clock::now(), [](const std::unique_ptr<beast::tcp_stream>& c) {
+                return idle_conn_dead(c->socket().native_handle());
+            });
+            if (conn) {
+                reused_ = true;
+                up_ = std::move(*conn);
                 return write_upstream();
             }
-            ::close(conn->fd);
         }
         reused_ = false;
         const Upstream& u = gate_.upstream();
@@ -493,9 +491,8 @@ private:
     void upstream_done() {
         gate_.metrics().upstream(seconds_since(up_started_), false);
         if (up_ && up_keep_alive_ && up_parser_->is_done() && up_buf_.size() == 0) {
-            beast::error_code ec;
-            const bool v6 = up_->socket().local_endpoint(ec).address().is_v6();
-            if (!ec) gate_.pool().put({up_->release_socket().release(), v6});
+            up_->expires_never();
+            gate_.pool(worker_).put(std::move(up_), Clock::now());
         }
         drop_upstream();
         release_slot();
@@ -644,7 +641,7 @@ private:
                  "ogc_gate_flights_in_progress " + std::to_string(gate_.coalescer().in_flight()) + "\n"
                  "# HELP ogc_gate_upstream_idle_connections Keep-alive connections to the upstream, idle.\n"
                  "# TYPE ogc_gate_upstream_idle_connections gauge\n"
-                 "ogc_gate_upstream_idle_connections " + std::to_string(gate_.pool().idle()) + "\n"
+                 "ogc_gate_upstream_idle_connections " + std::to_string(gate_.idle_upstream()) + "\n"
                  "# HELP ogc_gate_concurrency_active Requests holding a slot, by concurrency class.\n"
                  "# TYPE ogc_gate_concurrency_active gauge\n";
             const auto v = gate_.slots().view();
@@ -676,6 +673,7 @@ private:
     std::unique_ptr<beast::tcp_stream> up_;
     Gate& gate_;
     bool admin_;
+    unsigned worker_;  // the I/O thread this connection lives on
     IpAddr peer_{};
     beast::flat_buffer buf_, up_buf_;
     std::shared_ptr<const Config> cfg_;
@@ -744,7 +742,7 @@ tcp::endpoint parse_listen(const std::string& hostport) {
 
 Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
     : ioc_(ioc), cfg_(std::move(cfg)), upstream_(parse_upstream(cfg_->upstream)), buckets_(cfg_->limits.max_keys),
-      pool_(cfg_->limits.upstream_keepalive, cfg_->limits.upstream_idle_timeout_s), public_(asio::make_strand(ioc)), admin_(asio::make_strand(ioc)) {
+      public_(asio::make_strand(ioc)), admin_(asio::make_strand(ioc)) {
     slots_.configure(cfg_->concurrency.classes, cfg_->concurrency.max_queue);
 }
 
@@ -752,6 +750,7 @@ void Gate::start(int threads) {
     for (int i = 0; i < std::max(threads, 1); ++i) {
         workers_.push_back(std::make_unique<asio::io_context>(1));
         guards_.push_back(asio::make_work_guard(*workers_.back()));
+        pools_.push_back(std::make_unique<UpstreamPool>(cfg_->limits.upstream_keepalive, cfg_->limits.upstream_idle_timeout_s));
     }
     auto open = [](tcp::acceptor& a, const tcp::endpoint& ep) {
         a.open(ep.protocol());
@@ -770,10 +769,10 @@ void Gate::start(int threads) {
 }
 
 void Gate::accept(tcp::acceptor& a, bool admin) {
-    auto& worker = *workers_[next_worker_++ % workers_.size()];
-    a.async_accept(worker.get_executor(), [this, &a, admin](beast::error_code ec, tcp::socket s) {
+    const unsigned worker = next_worker_++ % workers_.size();
+    a.async_accept(workers_[worker]->get_executor(), [this, &a, admin, worker](beast::error_code ec, tcp::socket s) {
         if (ec == asio::error::operation_aborted || !a.is_open()) return;
-        if (!ec) std::make_shared<Session>(std::move(s), *this, admin)->start();
+        if (!ec) std::make_shared<Session>(std::move(s), *this, admin, worker)->start();
         accept(a, admin);
     });
 }
@@ -781,7 +780,7 @@ void Gate::accept(tcp::acceptor& a, bool admin) {
 void Gate::reload(std::shared_ptr<const Config> cfg) {
     buckets_.set_max_keys(cfg->limits.max_keys);
     slots_.configure(cfg->concurrency.classes, cfg->concurrency.max_queue);
-    pool_.configure(cfg->limits.upstream_keepalive, cfg->limits.upstream_idle_timeout_s);
+    for (auto& p : pools_) p->configure(cfg->limits.upstream_keepalive, cfg->limits.upstream_idle_timeout_s);
     std::atomic_store(&cfg_, std::move(cfg));
 }
 
@@ -809,6 +808,12 @@ void Gate::drain_and_stop(double timeout_s) {
 }
 
 Gate::~Gate() { join(); }
+
+std::size_t Gate::idle_upstream() const {
+    std::size_t n = 0;
+    for (const auto& p : pools_) n += p->idle();
+    return n;
+}
 
 void Gate::join() {
     for (auto& w : workers_) w->stop();

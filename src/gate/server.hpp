@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,7 +53,10 @@ public:
     Metrics& metrics() { return metrics_; }
     Coalescer& coalescer() { return coalescer_; }
     Slots& slots() { return slots_; }
-    UpstreamPool& pool() { return pool_; }
+    using UpstreamPool = IdlePool<std::unique_ptr<boost::beast::tcp_stream>>;
+    // The pool of I/O thread `worker`.
+    UpstreamPool& pool(unsigned worker) { return *pools_[worker]; }
+    std::size_t idle_upstream() const;
     const Upstream& upstream() const { return upstream_; }
     void log_line(const std::string& line);
     bool draining() const { return draining_; }
@@ -71,7 +75,7 @@ private:
     Metrics metrics_;
     Coalescer coalescer_;
     Slots slots_;
-    UpstreamPool pool_;
+    std::vector<std::unique_ptr<UpstreamPool>> pools_;  // one per worker
     boost::asio::ip::tcp::acceptor public_, admin_;
     std::mutex log_mu_;
     std::atomic<bool> draining_{false};

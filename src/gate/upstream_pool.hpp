@@ -1,39 +1,56 @@
-// Idle keep-alive connections to the upstream, shared by all sessions. Held
-// as bare descriptors so that a session can wrap one on its own strand (an
-// Asio socket is bound to the executor it was made with).
+// Idle keep-alive connections to the upstream. One pool per I/O thread: a
+// connection stays registered with its thread's reactor between requests,
+// so reusing one costs no system call beyond a liveness peek.
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <mutex>
 #include <optional>
-#include <vector>
+#include <utility>
 
 namespace ot::gate {
 
-class UpstreamPool {
+// Conn: movable; destroying it closes the connection.
+template <class Conn>
+class IdlePool {
 public:
-    struct Conn {
-        int fd;
-        bool v6;
-    };
     using Clock = std::chrono::steady_clock;
-    UpstreamPool(std::size_t max_idle, double idle_timeout_s) : max_idle_(max_idle), idle_s_(idle_timeout_s) {}
-    ~UpstreamPool();
-    void configure(std::size_t max_idle, double idle_timeout_s);
+    IdlePool(std::size_t max_idle, double idle_timeout_s) : max_idle_(max_idle), idle_s_(idle_timeout_s) {}
+    void configure(std::size_t max_idle, double idle_timeout_s) {
+        std::lock_guard<std::mutex> lock(mu_);
+        max_idle_ = max_idle;
+        idle_s_ = idle_timeout_s;
+    }
     // Most recently used first (its peer is least likely to have timed it
-    // out). Connections past the idle timeout or already closed by the peer
-    // are dropped on the way.
-    std::optional<Conn> take(Clock::time_point now = Clock::now());
-    void put(Conn c, Clock::time_point now = Clock::now());
-    std::size_t idle() const;
+    // out); expired ones and those `dead(conn)` says are closed are dropped.
+    template <class Dead>
+    std::optional<Conn> take(Clock::time_point now, Dead dead) {
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto max_age = std::chrono::duration<double>(idle_s_);
+        while (!idle_.empty() && now - idle_.front().second > max_age) idle_.pop_front();
+        while (!idle_.empty()) {
+            Conn c = std::move(idle_.back().first);
+            idle_.pop_back();
+            if (!dead(c)) return std::optional<Conn>(std::move(c));
+        }
+        return std::nullopt;
+    }
+    void put(Conn c, Clock::time_point now) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (max_idle_ == 0) return;
+        while (idle_.size() >= max_idle_) idle_.pop_front();
+        idle_.emplace_back(std::move(c), now);
+    }
+    std::size_t idle() const {
+        std::lock_guard<std::mutex> lock(mu_);
+        return idle_.size();
+    }
 
 private:
-    struct Idle {
-        Conn c;
-        Clock::time_point since;
-    };
+    // Uncontended (the owning thread) except for /metrics reading idle().
     mutable std::mutex mu_;
-    std::vector<Idle> idle_;
+    std::deque<std::pair<Conn, Clock::time_point>> idle_;
     std::size_t max_idle_;
     double idle_s_;
 };

@@ -123,22 +123,32 @@ TEST(Slots, ClassByOperationOrCostClass) {
     EXPECT_EQ(concurrency_class(r, "other", c), "");
 }
 
-TEST(UpstreamPool, ReusesLiveDropsClosedAndExpired) {
-    int a[2], b[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
-    UpstreamPool p(4, 10);
-    const auto t0 = UpstreamPool::Clock::now();
-    p.put({a[0], false}, t0);
-    p.put({b[0], false}, t0);
-    ::close(b[1]);  // the peer hung up on the most recent one
-    auto c = p.take(t0);
+TEST(UpstreamPool, MostRecentFirstDropsDeadAndExpired) {
+    IdlePool<std::unique_ptr<int>> p(2, 10);
+    const auto t0 = IdlePool<std::unique_ptr<int>>::Clock::now();
+    auto never = [](const std::unique_ptr<int>&) { return false; };
+    p.put(std::make_unique<int>(1), t0);
+    p.put(std::make_unique<int>(2), t0);
+    p.put(std::make_unique<int>(3), t0);  // over max_idle: the oldest goes
+    EXPECT_EQ(p.idle(), 2u);
+    auto c = p.take(t0, [](const std::unique_ptr<int>& v) { return *v == 3; });  // 3 is dead
     ASSERT_TRUE(c);
-    EXPECT_EQ(c->fd, a[0]);
+    EXPECT_EQ(**c, 2);
     EXPECT_EQ(p.idle(), 0u);
-    p.put(*c, t0);
-    EXPECT_FALSE(p.take(t0 + std::chrono::seconds(11))) << "idle past the timeout";
+    p.put(std::move(*c), t0);
+    EXPECT_FALSE(p.take(t0 + std::chrono::seconds(11), never)) << "idle past the timeout";
+    p.configure(0, 10);
+    p.put(std::make_unique<int>(4), t0);
+    EXPECT_EQ(p.idle(), 0u) << "upstream_keepalive 0 keeps nothing";
+}
+
+TEST(UpstreamPool, PeekSeesAClosedPeer) {
+    int a[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+    EXPECT_FALSE(idle_conn_dead(a[0]));
     ::close(a[1]);
+    EXPECT_TRUE(idle_conn_dead(a[0]));
+    ::close(a[0]);
 }
 
 TEST(KeyedHash, Hmac) {
