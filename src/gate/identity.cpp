@@ -2,6 +2,7 @@
 
 #include <boost/uuid/detail/sha1.hpp>
 #include <array>
+#include <memory>
 #include <cstdio>
 
 #include "gate/text.hpp"
@@ -51,29 +52,63 @@ Digest sha1_of(std::string_view a, std::string_view b) {
 }
 }  // namespace
 
+namespace {
+
+std::string digest_bytes(const Digest& d) {
+    std::string out;
+    for (unsigned w : d)
+        for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
+    return out;
+}
+
+// HMAC's two padded-key blocks, hashed once per key and thread: each hash
+// then costs two SHA-1 blocks, not four.
+struct HmacKey {
+    std::string key;
+    boost::uuids::detail::sha1 inner, outer;
+    explicit HmacKey(std::string_view k) : key(k) {
+        constexpr std::size_t kBlock = 64;
+        std::string kb(k);
+        if (kb.size() > kBlock) kb = digest_bytes(sha1_of(kb, {}));
+        kb.resize(kBlock, '\0');
+        std::string ipad(kBlock, '\0'), opad(kBlock, '\0');
+        for (std::size_t i = 0; i < kBlock; ++i) {
+            ipad[i] = static_cast<char>(kb[i] ^ 0x36);
+            opad[i] = static_cast<char>(kb[i] ^ 0x5c);
+        }
+        inner.process_bytes(ipad.data(), ipad.size());
+        outer.process_bytes(opad.data(), opad.size());
+    }
+};
+
+}  // namespace
+
 std::string keyed_hash(std::string_view key, std::string_view s) {
-    constexpr std::size_t kBlock = 64;
-    std::string k(key);
-    if (k.size() > kBlock) {
-        const auto d = sha1_of(k, {});
-        k.clear();
-        for (unsigned w : d)
-            for (int i = 3; i >= 0; --i) k.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
+    thread_local std::unique_ptr<HmacKey> k;
+    // A kept-alive connection asks for the same address again and again.
+    thread_local std::string last_in, last_out;
+    if (!k || k->key != key) {
+        k = std::make_unique<HmacKey>(key);
+        last_in.clear();
+        last_out.clear();
     }
-    k.resize(kBlock, '\0');
-    std::string ipad(kBlock, '\0'), opad(kBlock, '\0');
-    for (std::size_t i = 0; i < kBlock; ++i) {
-        ipad[i] = static_cast<char>(k[i] ^ 0x36);
-        opad[i] = static_cast<char>(k[i] ^ 0x5c);
-    }
-    const auto inner = sha1_of(ipad, s);
-    std::string in_bytes;
-    for (unsigned w : inner)
-        for (int i = 3; i >= 0; --i) in_bytes.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
-    const auto d = sha1_of(opad, in_bytes);
+    if (!last_out.empty() && last_in == s) return last_out;
+    boost::uuids::detail::sha1 inner = k->inner;
+    inner.process_bytes(s.data(), s.size());
+    boost::uuids::detail::sha1::digest_type di;
+    inner.get_digest(di);
+    Digest d1;
+    for (int i = 0; i < 5; ++i) d1[i] = di[i];
+    const std::string in_bytes = digest_bytes(d1);
+    boost::uuids::detail::sha1 outer = k->outer;
+    outer.process_bytes(in_bytes.data(), in_bytes.size());
+    boost::uuids::detail::sha1::digest_type d;
+    outer.get_digest(d);
     char buf[17];
     std::snprintf(buf, sizeof buf, "%08x%08x", d[0], d[1]);
-    return buf;
+    last_in.assign(s.data(), s.size());
+    last_out = buf;
+    return last_out;
 }
 
 IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector<Cidr>& trusted) {

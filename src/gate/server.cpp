@@ -309,8 +309,12 @@ private:
         up_parser_.reset();
         auto ex = stream_.get_executor();
         if (!retried_) {
-            auto conn = gate_.pool(worker_).take(Clock::now(), [](const std::unique_ptr<beast::tcp_stream>& c) {
-                return idle_conn_dead(c->socket().native_handle());
+            // A GET/HEAD that meets a connection the upstream has closed is
+            // retried (upstream_failed); anything else must not meet one, so
+            // only it pays a system call to look first.
+            const bool safe = req_.method() == http::verb::get || req_.method() == http::verb::head;
+            auto conn = gate_.pool(worker_).take(Clock::now(), [safe](const std::unique_ptr<beast::tcp_stream>& c) {
+                return !safe && idle_conn_dead(c->socket().native_handle());
             });
             if (conn) {
                 reused_ = true;
@@ -596,6 +600,7 @@ private:
         if (!assessment_.caps.note.empty()) j["note"] = assessment_.caps.note;
         if (!upstream_error_.empty()) j["upstream_error"] = upstream_error_;
         if (coalesced_) j["coalesced"] = true;
+        if (retried_) j["upstream_retried"] = true;
         if (refunded_ > 0) j["refunded"] = refunded_;
         if (!slot_class_.empty()) j["concurrency_class"] = slot_class_;
         if (upstream_status_ || decision_.verdict.rfind("upstream", 0) == 0)

@@ -110,5 +110,24 @@ gate_start "$tmp/g4" "$G4" "$A4" "http://127.0.0.1:$MS" --burst 100000 --rate 10
 for i in 1 2 3 4 5; do curl -s -o /dev/null "http://127.0.0.1:$G4/?SERVICE=WMS&REQUEST=GetCapabilities&n=$i"; done
 idle=$(curl -s "http://127.0.0.1:$A4/metrics" | sed -n 's/^ogc_gate_upstream_idle_connections //p')
 check_eq "five sequential requests leave one idle upstream connection (reused)" 1 "$idle"
+# An idle connection the upstream has closed: lighttpd drops keep-alive
+# connections idle for 5 s; this gate keeps them for 60 s.
+cat >"$tmp/g6.yaml" <<YAML
+tiers: [{name: public, rate: 10000, burst: 100000}]
+limits: {upstream_idle_timeout: 60}
+threads: 1
+YAML
+gate_stop "$tmp/g4"
+gate_start "$tmp/g4" "$G4" "$A4" "http://127.0.0.1:$MS" --config "$tmp/g6.yaml" || not_ok "gate 4 restarts"
+curl -s -o /dev/null "http://127.0.0.1:$G4/?SERVICE=WMS&REQUEST=GetCapabilities"
+curl -s -o /dev/null -H 'Content-Type: text/xml' --data-binary '<GetCapabilities service="WFS"/>' "http://127.0.0.1:$G4/"
+sleep 6
+check_eq "a GET on a pooled connection the upstream closed is retried on a fresh one" 200 \
+  "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G4/?SERVICE=WMS&REQUEST=GetCapabilities")"
+sleep 6
+check_eq "a POST looks first and takes a fresh connection" 200 \
+  "$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: text/xml' --data-binary '<GetCapabilities service="WFS"/>' "http://127.0.0.1:$G4/")"
+check "... the GET's retry is logged" grep -q '"upstream_retried":true' "$tmp/g4/gate.log"
+check "... neither counted as an upstream failure" grep -q '^ogc_gate_upstream_failures_total 0$' <(curl -s "http://127.0.0.1:$A4/metrics")
 ms_stop "$tmp/ms"
 tap_exit
