@@ -3,6 +3,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/core/flat_static_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <unistd.h>
 
@@ -68,6 +69,30 @@ std::string iso_now() {
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                   tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(msec));
     return buf;
+}
+
+// Relay buffers, cached per I/O thread and held only while a request is
+// being relayed: an idle keep-alive connection costs no 128 kB.
+constexpr std::size_t kBlock = 64 * 1024;
+
+std::vector<std::unique_ptr<char[]>>& free_blocks() {
+    thread_local std::vector<std::unique_ptr<char[]>> f;
+    return f;
+}
+
+std::unique_ptr<char[]> take_block() {
+    auto& f = free_blocks();
+    if (f.empty()) return std::unique_ptr<char[]>(new char[kBlock]);
+    auto b = std::move(f.back());
+    f.pop_back();
+    return b;
+}
+
+void give_block(std::unique_ptr<char[]>& b) {
+    if (!b) return;
+    auto& f = free_blocks();
+    if (f.size() < 64) f.push_back(std::move(b));
+    b.reset();
 }
 
 // One request/response exchange on a client connection, possibly repeated
@@ -301,10 +326,11 @@ private:
 
     void send_upstream() {
         up_started_ = Clock::now();
-        up_buf_.consume(up_buf_.size());
-        // Beast reads no more than the buffer's spare capacity: without this
-        // a 20 kB tile arrives in 40 reads of 512 bytes.
-        up_buf_.reserve(64 * 1024);
+        // Beast reads no more than the buffer's spare capacity: a growing
+        // flat_buffer would take a 20 kB tile in 40 reads of 512 bytes.
+        if (!up_mem_) up_mem_ = take_block();
+        if (!chunk_mem_) chunk_mem_ = take_block();
+        up_buf_.emplace(up_mem_.get(), kBlock);
         up_sr_.reset();
         up_parser_.reset();
         auto ex = stream_.get_executor();
@@ -345,7 +371,7 @@ private:
             self->up_parser_.emplace();
             self->up_parser_->body_limit(self->cfg_->limits.upstream_body_bytes);
             if (self->req_.method() == http::verb::head) self->up_parser_->skip(true);
-            http::async_read_header(*self->up_, self->up_buf_, *self->up_parser_,
+            http::async_read_header(*self->up_, *self->up_buf_, *self->up_parser_,
                                     [self](beast::error_code ec2, std::size_t) { self->on_upstream_header(ec2); });
         });
     }
@@ -409,16 +435,15 @@ private:
 
     void relay_read() {
         if (up_parser_->is_done()) return relay_chunk(0, false);
-        if (chunk_.empty()) chunk_.resize(64 * 1024);
         auto& b = up_parser_->get().body();
-        b.data = chunk_.data();
-        b.size = chunk_.size();
+        b.data = chunk_mem_.get();
+        b.size = kBlock;
         // An inactivity timeout: a 50 MB download may take longer in total.
         up_->expires_after(ms(cfg_->limits.upstream_timeout_s));
-        http::async_read(*up_, up_buf_, *up_parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        http::async_read(*up_, *up_buf_, *up_parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec == http::error::need_buffer) ec = {};
             if (ec) return self->upstream_broke(ec);
-            const std::size_t n = self->chunk_.size() - self->up_parser_->get().body().size;
+            const std::size_t n = kBlock - self->up_parser_->get().body().size;
             self->relay_chunk(n, !self->up_parser_->is_done());
         });
     }
@@ -426,7 +451,7 @@ private:
     void relay_chunk(std::size_t n, bool more) {
         body_bytes_ += n;
         if (buffering_) {
-            acc_.append(chunk_.data(), n);
+            acc_.append(chunk_mem_.get(), n);
             if (acc_.size() <= cfg_->coalesce.max_body_bytes) {
                 if (more) return relay_read();
                 return publish();
@@ -436,7 +461,7 @@ private:
             finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
             return write_client(acc_.data(), acc_.size(), more);
         }
-        write_client(chunk_.data(), n, more);
+        write_client(chunk_mem_.get(), n, more);
     }
 
     void write_client(const char* data, std::size_t n, bool more) {
@@ -494,7 +519,7 @@ private:
 
     void upstream_done() {
         gate_.metrics().upstream(seconds_since(up_started_), false);
-        if (up_ && up_keep_alive_ && up_parser_->is_done() && up_buf_.size() == 0) {
+        if (up_ && up_keep_alive_ && up_parser_->is_done() && up_buf_->size() == 0) {
             up_->expires_never();
             gate_.pool(worker_).put(std::move(up_), Clock::now());
         }
@@ -576,6 +601,9 @@ private:
     }
 
     void finished() {
+        up_buf_.reset();
+        give_block(up_mem_);
+        give_block(chunk_mem_);
         if (!counted_) return;
         counted_ = false;
         gate_.inflight--;
@@ -680,13 +708,14 @@ private:
     bool admin_;
     unsigned worker_;  // the I/O thread this connection lives on
     IpAddr peer_{};
-    beast::flat_buffer buf_, up_buf_;
+    beast::flat_buffer buf_;
+    std::optional<beast::flat_static_buffer_base> up_buf_;  // over up_mem_
+    std::unique_ptr<char[]> up_mem_, chunk_mem_;
     std::shared_ptr<const Config> cfg_;
     std::optional<http::request_parser<http::string_body>> parser_;
     http::request<http::string_body> req_, up_req_;
     std::optional<http::response_parser<http::buffer_body>> up_parser_;
     std::optional<http::response_serializer<http::buffer_body>> up_sr_;
-    std::vector<char> chunk_;
     std::string acc_;  // the leader's copy of a body small enough to share
     http::response<http::string_body> res_;
     std::optional<std::string> flight_key_;  // set while leading a flight

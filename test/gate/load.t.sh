@@ -65,6 +65,31 @@ hwm2=$(awk '/^VmHWM/{print $2}' "/proc/$pid/status")
 check_eq "two identical 40 MB GetMaps (too big to coalesce) both arrive whole" "$N $N" "$(stat -c %s "$tmp"/gm? | tr '\n' ' ' | sed 's/ $//')"
 check "... and the peak RSS still stays flat (${hwm1} kB -> ${hwm2} kB)" [ $((hwm2 - hwm0)) -lt 8192 ]
 
+# 300 kept-alive client connections, each after one 100 kB download: idle
+# connections hold no relay buffers (2 x 64 kB each while relaying).
+rss0=$(awk '/^VmRSS/{print $2}' "/proc/$pid/status")
+/usr/bin/python3 - "$G2" "$pid" >"$tmp/idle.out" <<'PY'
+import socket, sys
+port, pid = int(sys.argv[1]), sys.argv[2]
+conns = []
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /big?n=100000&i=%d HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(65536)
+    head, body = got.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    conns.append(s)
+rss = [l.split()[1] for l in open("/proc/%s/status" % pid) if l.startswith("VmRSS")][0]
+print(len(conns), rss)
+PY
+read -r nconn rss1 <"$tmp/idle.out"
+check_eq "300 kept-alive connections, each after a 100 kB download" 300 "$nconn"
+check "... RSS grew by less than 12 MB, not 300 x 128 kB (${rss0} kB -> ${rss1} kB)" [ $((rss1 - rss0)) -lt 12288 ]
+
 # Chunked upstream answers: re-chunked for HTTP/1.1 clients, close-delimited for HTTP/1.0 ones.
 check_eq "chunked upstream body relayed to an HTTP/1.1 client" "chunk-one chunk-two chunk-three" "$(curl -s "http://127.0.0.1:$G2/chunked")"
 check_eq "... and to an HTTP/1.0 client" "chunk-one chunk-two chunk-three" "$(curl -s -0 "http://127.0.0.1:$G2/chunked")"
