@@ -87,4 +87,16 @@ check "... each as a WMS exception report" bash -c "grep -l 'not reachable' '$tm
 check_eq "... from a single upstream call" 1 "$(grep -c '^GET /fail' "$tmp/echo.log")"
 curl -s -o /dev/null "$F"
 check_eq "the failure is not reused: the next request goes upstream again" 2 "$(grep -c '^GET /fail' "$tmp/echo.log")"
+
+# 5. Disconnecting clients, the leader among them, do not cancel the render for the others.
+S="http://127.0.0.1:$GATE2/slowish?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:4326&BBOX=0,0,2,2&WIDTH=10&HEIGHT=10&FORMAT=image/png"
+curl -s -o /dev/null --max-time 0.3 "$S" & lead=$!   # leads the flight, gives up after 0.3 s
+sleep 0.1
+args=()
+for i in 1 2 3 4 5 6; do args+=(-o "$tmp/w$i" -w '%{http_code}\n' "$S"); done
+par --max-time 0.3 -o /dev/null "$S" -o /dev/null "$S" & quit=$!   # two waiters that give up too
+codes=$(par "${args[@]}" | sort | uniq -c | awk '{print $1"x"$2}')
+wait "$lead" "$quit"
+check_eq "leader and two waiters hang up mid-flight: the other 6 still get a 200" "6x200" "$codes"
+check_eq "... from the one upstream call" 1 "$(grep -c '^GET /slowish?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:4326&BBOX=0,0,2,2' "$tmp/echo.log")"
 tap_exit
