@@ -95,7 +95,13 @@ for r in $(seq 1 "$ROUNDS"); do
   for n in direct nginx_proxy gate_pass; do
     read -r p50 p99 < <(lat "${URL[$n]}"); R[${n}_p50]+="$p50 "; R[${n}_p99]+="$p99 "; line+=" ${n}_p50/p99=${p50}/${p99}ms"
   done
-  echo "$line"
+  # Ratios within the round: both sides met the same background load.
+  last() { awk '{print $NF}' <<<"${R[$1]}"; }
+  rr=$(awk "BEGIN { printf \"%.3f\", $(last gate_reject) / $(last nginx_reject) }")
+  pr=$(awk "BEGIN { printf \"%.3f\", $(last gate_pass) / $(last nginx_proxy) }")
+  qr=$(awk "BEGIN { printf \"%.3f\", $(last gate_pass_p99) / $(last nginx_proxy_p99) }")
+  R[rej_ratio]+="$rr "; R[pass_ratio]+="$pr "; R[p99_ratio]+="$qr "
+  echo "$line  ratios: reject=$rr pass=$pr p99=$qr"
 done
 med() { tr ' ' '\n' <<<"${R[$1]}" | grep . | median; }
 
@@ -114,12 +120,13 @@ nr=$(med nginx_reject) gr=$(med gate_reject) d=$(med direct) np=$(med nginx_prox
 dp50=$(med direct_p50) np50=$(med nginx_proxy_p50) gp50=$(med gate_pass_p50)
 np99=$(med nginx_proxy_p99) gp99=$(med gate_pass_p99)
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-rej_ratio=$(calc "$gr / $nr") pass_ratio=$(calc "$gp / $np") added=$(calc "$gp50 - $dp50" 3)
-nadded=$(calc "$np50 - $dp50" 3) p99_ratio=$(calc "$gp99 / $np99")
+# The ratios quoted are medians of the per-round ratios.
+rej_ratio=$(calc "$(med rej_ratio)") pass_ratio=$(calc "$(med pass_ratio)") added=$(calc "$gp50 - $dp50" 3)
+nadded=$(calc "$np50 - $dp50" 3) p99_ratio=$(calc "$(med p99_ratio)")
 echo
 echo "medians: nginx limit_req reject $nr/s, gate reject $gr/s; direct $d/s, nginx proxy_pass $np/s, gate $gp/s"
 echo "latency (1 connection) p50/p99 ms: direct $dp50/$(med direct_p99), nginx proxy $np50/$np99, gate $gp50/$gp99"
-echo "ratios: reject gate/nginx = $rej_ratio; pass-through gate/nginx = $pass_ratio; added p50 gate $added ms (nginx $nadded ms); p99 gate/nginx = $p99_ratio"
+echo "ratios (median over rounds of each round's ratio): reject gate/nginx = $rej_ratio; pass-through gate/nginx = $pass_ratio; added p50 gate $added ms (nginx $nadded ms); p99 gate/nginx = $p99_ratio"
 met() { awk "BEGIN { print ($1) ? \"yes\" : \"no\" }"; }
 echo
 echo "figure | value | target | met?"
