@@ -60,7 +60,10 @@ struct ConcurrencyClass {
 };
 
 struct Concurrency {
-    std::vector<ConcurrencyClass> classes;  // none: unlimited
+    // Unlisted requests are unlimited; an empty list in the file turns the limits off.
+    std::vector<ConcurrencyClass> classes = {{"maps", {"GetMap", "GetTile"}, 8},
+                                             {"features", {"GetFeature", "items", "search"}, 4},
+                                             {"downloads", {"GetCoverage"}, 2}};
     double queue_timeout_s = 2;
     std::size_t max_queue = 64;  // per class
 };

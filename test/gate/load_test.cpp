@@ -111,6 +111,20 @@ TEST(Slots, LimitQueueAndCancel) {
     EXPECT_EQ(v[0].rejected, 2u);
 }
 
+TEST(Slots, DefaultClasses) {
+    Config c;
+    OgcRequest r;
+    r.op = Op::GetMap;
+    EXPECT_EQ(concurrency_class(r, "map", c), "maps");
+    r.op = Op::GetFeature;
+    EXPECT_EQ(concurrency_class(r, "features", c), "features");
+    r.op = Op::GetCoverage;
+    EXPECT_EQ(concurrency_class(r, "coverage", c), "downloads");
+    r.op = Op::Other;
+    EXPECT_EQ(concurrency_class(r, "other", c), "");
+    EXPECT_EQ(config_problem(c), "");
+}
+
 TEST(Slots, ClassByOperationOrCostClass) {
     Config c;
     c.concurrency.classes = {{"maps", {"GetMap"}, 8}, {"downloads", {"coverage", "GetFeature"}, 2}};
@@ -179,6 +193,8 @@ TEST(LoadConfig, KeysAndChecks) {
     EXPECT_EQ(c.limits.upstream_keepalive, 3u);
     std::ofstream(path) << "concurrency: {classes: [{name: x, match: [GetMap], limit: 0}]}\n";
     EXPECT_THROW(load_config_file(path, Config{}), std::runtime_error);
+    std::ofstream(path) << "concurrency: {classes: []}\n";
+    EXPECT_TRUE(load_config_file(path, Config{}).concurrency.classes.empty()) << "an empty list turns them off";
     std::ofstream(path) << "refund_fraction: 2\n";
     EXPECT_THROW(load_config_file(path, Config{}), std::runtime_error);
     ::close(fd);
