@@ -213,7 +213,9 @@ void parse_path(OgcRequest& r) {
         if (parse_int(last) && parse_int(segs[n - 2])) {
             const bool wmts = r.path.find("/wmts") != std::string::npos || r.path.find("/WMTS") != std::string::npos;
             r.service = wmts ? Service::Wmts : Service::Tiles;
-            r.dialect = Dialect::Plain;
+            // WMTS answers errors with an OWS 1.1 report in both encodings
+            // (07-057r7), so REST gets what KVP gets; XYZ has no OGC format.
+            r.dialect = dialect_for(r.service, {});
             r.op = Op::GetTile;
             r.zoom = trailing_int(segs[n - 3]);
             if (!r.zoom) fail(r, "the tile matrix (zoom) must end in a number", "TileMatrix");

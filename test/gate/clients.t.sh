@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Each cap as the users of real clients see it: gdal_translate (WMS),
-# ogrinfo (WFS) and OWSLib (/usr/bin/python3; WMS 1.1.1/1.3.0, WFS
-# 1.0/1.1/2.0) against MapServer behind the gate. The reason must reach the
-# user, not just "HTTP error 4xx".
+# Each cap as the users of real clients see it: gdal_translate (WMS, WMTS
+# REST), ogrinfo (WFS) and OWSLib (/usr/bin/python3; WMS 1.1.1/1.3.0, WFS
+# 1.0/1.1/2.0, WMTS REST) against MapServer behind the gate. The reason must
+# reach the user, not just "HTTP error 4xx".
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
@@ -51,6 +51,28 @@ gdal_translate -q -of PNG wms-400.xml big-400.png >gdal-400.out 2>&1
 check "(why 200) gdal_translate parses the exception on 200" grep -q "The server returned exception code 'InvalidParameterValue': GetMap asked" gdal-1.3.0.out
 check "(why 200) with HTTP 400, gdal_translate reports a failed download, not the exception" \
   bash -c "grep -q 'HTTP status code: 400' gdal-400.out && ! grep -q 'The server returned exception code' gdal-400.out"
+
+# --- GDAL, WMTS REST -------------------------------------------------------------
+# A tile matrix named 30, deeper than max_zoom (24): refused before MapServer
+# (which serves no WMTS). wmts_caps PORT -> capabilities with only a REST ResourceURL.
+wmts_caps() {
+  cat <<XML
+<Capabilities xmlns="http://www.opengis.net/wmts/1.0" xmlns:ows="http://www.opengis.net/ows/1.1" version="1.0.0"><Contents>
+<Layer><ows:Identifier>pts</ows:Identifier><Style isDefault="true"><ows:Identifier>default</ows:Identifier></Style>
+<Format>image/png</Format><TileMatrixSetLink><TileMatrixSet>deep</TileMatrixSet></TileMatrixSetLink>
+<ResourceURL format="image/png" resourceType="tile" template="http://127.0.0.1:$1/wmts/pts/{Style}/{TileMatrixSet}/{TileMatrix}/{TileRow}/{TileCol}.png"/></Layer>
+<TileMatrixSet><ows:Identifier>deep</ows:Identifier><ows:SupportedCRS>urn:ogc:def:crs:EPSG::3857</ows:SupportedCRS>
+<TileMatrix><ows:Identifier>30</ows:Identifier><ScaleDenominator>559082264.0287178</ScaleDenominator>
+<TopLeftCorner>-20037508.3427892 20037508.3427892</TopLeftCorner><TileWidth>256</TileWidth><TileHeight>256</TileHeight>
+<MatrixWidth>1</MatrixWidth><MatrixHeight>1</MatrixHeight></TileMatrix></TileMatrixSet></Contents></Capabilities>
+XML
+}
+wmts_caps "$GATE" >"wmts-$GATE.xml"; wmts_caps "$GATE400" >"wmts-$GATE400.xml"
+gdal_translate -q -of PNG "WMTS:wmts-$GATE.xml,layer=pts" wmts.png >gdal-wmts.out 2>&1
+# Seen with GDAL 3.6: its WMS/WMTS reader parses only <ServiceExceptionReport>,
+# so the OWS 1.1 report WMTS requires reaches the user as "unknown exception".
+check "(known) gdal_translate WMTS REST: the refusal is seen, its reason is not (GDAL parses no OWS report)" \
+  grep -q 'The server returned unknown exception' gdal-wmts.out
 
 # --- GDAL, WFS ---------------------------------------------------------------
 OGR_WFS_PAGE_SIZE=500 ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE/?SERVICE=WFS&VERSION=2.0.0" pts >ogr-big.out 2>&1
@@ -101,6 +123,11 @@ for v in ('1.0.0', '1.1.0', '2.0.0'):
         b = f.getfeature(typename=['pts'], maxfeatures=7).read()
         assert b.count(b'<ms:pts') == 7, b[:300]
     run('wfs-%s-small' % v, small)
+from owslib.wmts import WebMapTileService
+caps = open('wmts-%s.xml' % sys.argv[1], 'rb').read()
+t = WebMapTileService(u, xml=caps)
+run('wmts-rest-big', lambda: t.gettile(layer='pts', tilematrixset='deep', tilematrix='30', row=0, column=0,
+                                       format='image/png').read())
 from owslib.ogcapi.features import Features
 def api():
     n = len(Features(u + 'demo/ogcapi').collection_items('pts', limit=5000)['features'])
@@ -119,7 +146,10 @@ for v in 1.0.0 1.1.0 2.0.0; do
   check "OWSLib WFS $v: 7 features pass" grep -q "^wfs-$v-small ok" owslib.out
 done
 check "OWSLib OGC API Features: limit=5000 is clamped to 100, not an error" grep -q '^oapif-limit ok' owslib.out
+check "OWSLib WMTS REST: over-cap TileMatrix raises ServiceException with the reason" \
+  grep -q "^wmts-rest-big ServiceException: Tile zoom level 30 is outside" owslib.out
 owslib "$GATE400" >owslib-400.out 2>&1
 check "(400 also works for OWSLib) WMS 1.3.0 reason in the ServiceException" grep -q "^wms-1.3.0-big ServiceException: .*$PIXELS_REASON" owslib-400.out
+check "(400 also works for OWSLib) WMTS REST reason in the ServiceException" grep -q "^wmts-rest-big ServiceException: .*Tile zoom level 30 is outside" owslib-400.out
 [ "$TAP_FAILED" = 0 ] || { echo "--- owslib.out"; cat owslib.out; echo "--- gdal"; head -3 gdal-*.out ogr-*.out; }
 tap_exit

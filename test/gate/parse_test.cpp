@@ -101,9 +101,11 @@ TEST(Paths, XyzAndWmtsRestTiles) {
     auto xyz = get("/tiles/5/10/12.png");
     EXPECT_EQ(xyz.service, Service::Tiles);
     EXPECT_EQ(*xyz.zoom, 5);
+    EXPECT_EQ(xyz.dialect, Dialect::Plain);
     auto rest = get("/wmts/1.0.0/layer/default/WebMercatorQuad/7/40/50.png");
     EXPECT_EQ(rest.service, Service::Wmts);
     EXPECT_EQ(*rest.zoom, 7);
+    EXPECT_EQ(rest.dialect, Dialect::Ows11);  // as WMTS KVP
     EXPECT_EQ(get("/static/5/10/12.png").op, Op::Other);
 }
 

@@ -1,0 +1,142 @@
+// Refusal documents per dialect, read back with an XML parser: root element,
+// namespace, version and which attributes the exception carries.
+#include <gtest/gtest.h>
+
+#include <pugixml.hpp>
+
+#include "gate/decision.hpp"
+#include "gate/identity.hpp"
+#include "gate/ogc_error.hpp"
+
+using namespace ot::gate;
+using ot::core::SpendOutcome;
+using ot::core::SpendResult;
+
+namespace {
+
+struct Report {
+    bool parsed = false;
+    std::string root, ns, version;
+    bool has_code = false, has_locator = false;
+    std::string code, locator, text;
+};
+
+// OWS reports use the ows: prefix; WMS/WFS 1.0 ones a default namespace or none.
+Report read(const std::string& body) {
+    Report r;
+    pugi::xml_document doc;
+    if (!doc.load_string(body.c_str())) return r;
+    const pugi::xml_node root = doc.document_element();
+    const bool ows = std::string(root.name()) == "ows:ExceptionReport";
+    const pugi::xml_node ex = root.first_child();
+    const pugi::xml_attribute code = ex.attribute(ows ? "exceptionCode" : "code");
+    const pugi::xml_attribute loc = ex.attribute("locator");
+    r.parsed = true;
+    r.root = root.name();
+    r.ns = root.attribute(ows ? "xmlns:ows" : "xmlns").value();
+    r.version = root.attribute("version").value();
+    r.has_code = !code.empty();
+    r.code = code.value();
+    r.has_locator = !loc.empty();
+    r.locator = loc.value();
+    r.text = ows ? ex.child_value("ows:ExceptionText") : ex.child_value();
+    return r;
+}
+
+const std::string kRest = "/wmts/pts/default/WebMercatorQuad/30/40/50.png";
+const std::string kKvp =
+    "/?SERVICE=WMTS&REQUEST=GetTile&VERSION=1.0.0&LAYER=pts&STYLE=default&TILEMATRIXSET=WebMercatorQuad"
+    "&TILEMATRIX=30&TILEROW=40&TILECOL=50&FORMAT=image/png";
+const std::string kOws11 = "http://www.opengis.net/ows/1.1";
+
+Response decided(const std::string& target, const Config& c, std::optional<SpendResult> s = std::nullopt) {
+    HttpIn in{"GET", target, "", ""};
+    const Assessment a = assess(in, c);
+    return decide(in, a, c.tiers[0], s, c).response;
+}
+
+Rendered upstream_failure(const std::string& target, ErrorKind k, const Config& c) {
+    return render_refusal(assess({"GET", target, "", ""}, c), {k, "NoApplicableCode", "", "upstream trouble"}, c);
+}
+
+void expect_wmts_report(const Report& r, const std::string& code) {
+    ASSERT_TRUE(r.parsed);
+    EXPECT_EQ(r.root, "ows:ExceptionReport");
+    EXPECT_EQ(r.ns, kOws11);
+    EXPECT_EQ(r.version, "1.0.0");
+    EXPECT_EQ(r.code, code);
+}
+
+}  // namespace
+
+TEST(WmtsRest, OverCapTileMatrixIsTheKvpReport) {
+    Config c;
+    const Response rest = decided(kRest, c), kvp = decided(kKvp, c);
+    EXPECT_EQ(rest.status, 200);
+    EXPECT_EQ(rest.content_type, "application/xml");
+    const Report r = read(rest.body);
+    expect_wmts_report(r, "InvalidParameterValue");
+    EXPECT_EQ(r.locator, "TILEMATRIX");
+    EXPECT_NE(r.text.find("Tile zoom level 30"), std::string::npos);
+    EXPECT_EQ(rest.status, kvp.status);
+    EXPECT_EQ(rest.content_type, kvp.content_type);
+    EXPECT_EQ(rest.body, kvp.body);
+
+    c.exception_status = 400;
+    EXPECT_EQ(decided(kRest, c).status, 400);
+    EXPECT_EQ(decided(kKvp, c).status, 400);
+}
+
+TEST(WmtsRest, UnreadableTileMatrixIsAnOwsReport) {
+    Config c;
+    const Response rest = decided("/wmts/pts/default/WebMercatorQuad/z/40/50.png", c);
+    EXPECT_EQ(rest.status, 200);
+    EXPECT_EQ(rest.content_type, "application/xml");
+    const Report r = read(rest.body);
+    expect_wmts_report(r, "InvalidParameterValue");
+    EXPECT_EQ(r.locator, "TileMatrix");
+}
+
+TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
+    Config c;
+    const std::string ok = "/wmts/pts/default/WebMercatorQuad/7/40/50.png";
+    const std::string ok_kvp = "/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=7&TILEROW=40&TILECOL=50";
+    const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
+    const Response rl = decided(ok, c, refused), rl_kvp = decided(ok_kvp, c, refused);
+    EXPECT_EQ(rl.status, 429);
+    EXPECT_EQ(rl.content_type, "application/xml");
+    expect_wmts_report(read(rl.body), "NoApplicableCode");
+    EXPECT_EQ(rl.body, rl_kvp.body);
+    EXPECT_EQ(header_value(rl.headers, "Retry-After").value_or(""), "3");
+
+    const Response nf = decided(ok, c, SpendResult{SpendOutcome::NeverFits, 0, 1000, 0, 0});
+    EXPECT_EQ(nf.status, 200);
+    EXPECT_EQ(nf.content_type, "application/xml");
+    expect_wmts_report(read(nf.body), "InvalidParameterValue");
+}
+
+TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
+    Config c;
+    const std::string ok = "/wmts/pts/default/WebMercatorQuad/7/40/50.png";
+    for (auto [kind, status] : {std::pair{ErrorKind::UpstreamDown, 502}, std::pair{ErrorKind::Busy, 503},
+                                std::pair{ErrorKind::UpstreamTimeout, 504}}) {
+        const Rendered r = upstream_failure(ok, kind, c);
+        EXPECT_EQ(r.status, status);
+        EXPECT_EQ(r.content_type, "application/xml");
+        expect_wmts_report(read(r.body), "NoApplicableCode");
+        EXPECT_EQ(r.body, upstream_failure("/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=7", kind, c).body);
+    }
+}
+
+TEST(XyzTiles, StayPlainText) {
+    Config c;
+    const Response cap = decided("/tiles/30/1/1.png", c);
+    EXPECT_EQ(cap.status, 400);
+    EXPECT_EQ(cap.content_type, "text/plain; charset=utf-8");
+    EXPECT_EQ(cap.body.rfind("Tile zoom level 30", 0), 0u);
+    const Response rl = decided("/tiles/3/1/1.png", c, SpendResult{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0});
+    EXPECT_EQ(rl.status, 429);
+    EXPECT_EQ(rl.content_type, "text/plain; charset=utf-8");
+    EXPECT_EQ(upstream_failure("/tiles/3/1/1.png", ErrorKind::UpstreamDown, c).content_type,
+              "text/plain; charset=utf-8");
+}
