@@ -1,6 +1,7 @@
 #include "gate/ogc_error.hpp"
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "gate/text.hpp"
 
@@ -14,15 +15,37 @@ std::string attr(const char* name, const std::string& value) {
     return std::string(" ") + name + "=\"" + xml_escape(value) + "\"";
 }
 
-std::string service_exception_report(const char* version, bool namespaced, const OgcError& e) {
+std::string service_exception_report(const char* version, bool namespaced, const std::string& code,
+                                     const std::string& locator, const std::string& text) {
     std::string b = kXmlDecl;
     b += "<ServiceExceptionReport version=\"";
     b += version;
     b += "\"";
     if (namespaced) b += " xmlns=\"http://www.opengis.net/ogc\"";
-    b += ">\n  <ServiceException" + attr("code", e.code) + attr("locator", e.locator) + ">" + xml_escape(e.text) +
+    b += ">\n  <ServiceException" + attr("code", code) + attr("locator", locator) + ">" + xml_escape(text) +
          "</ServiceException>\n</ServiceExceptionReport>\n";
     return b;
+}
+
+// WMS has no generic codes: 1.1.1 and 1.3.0 (Table E.1) each list their
+// own, to be used only with their stated meaning, and the attribute is
+// optional. The gate speaks OWS codes; a WMS report keeps those with a WMS
+// equivalent and omits the rest rather than send one outside the list.
+std::string wms_code(const OgcError& e, bool v130) {
+    const char* crs = v130 ? "InvalidCRS" : "InvalidSRS";
+    if (e.code == "InvalidParameterValue") {
+        if (iequals(e.locator, "FORMAT")) return "InvalidFormat";
+        if (iequals(e.locator, "CRS") || iequals(e.locator, "SRS")) return crs;
+        return {};
+    }
+    if (e.code == "InvalidCRS" || e.code == "InvalidSRS") return crs;
+    static constexpr std::string_view kBoth[] = {
+        "InvalidFormat",         "LayerNotDefined",       "StyleNotDefined",       "LayerNotQueryable",
+        "InvalidPoint",          "CurrentUpdateSequence", "InvalidUpdateSequence", "MissingDimensionValue",
+        "InvalidDimensionValue", "OperationNotSupported"};
+    for (std::string_view c : kBoth)
+        if (e.code == c) return e.code;
+    return {};
 }
 
 std::string ows_exception_report(const char* ns, const char* version, const OgcError& e) {
@@ -69,13 +92,15 @@ const char* title_for(ErrorKind k) {
 Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status) {
     switch (dialect) {
         case Dialect::Wms111:
-            // No WMS 1.1.1 code means "too large": the code is omitted then.
+            // The 1.1.1 DTD gives ServiceException a code and no locator.
             return {status_for(e.kind, true, size_status), "application/vnd.ogc.se_xml",
-                    service_exception_report("1.1.1", false, e)};
+                    service_exception_report("1.1.1", false, wms_code(e, false), {}, e.text)};
         case Dialect::Wms130:
-            return {status_for(e.kind, true, size_status), "text/xml", service_exception_report("1.3.0", true, e)};
+            return {status_for(e.kind, true, size_status), "text/xml",
+                    service_exception_report("1.3.0", true, wms_code(e, true), e.locator, e.text)};
         case Dialect::Wfs100:
-            return {status_for(e.kind, true, size_status), "text/xml", service_exception_report("1.2.0", true, e)};
+            return {status_for(e.kind, true, size_status), "text/xml",
+                    service_exception_report("1.2.0", true, e.code, e.locator, e.text)};
         case Dialect::Wfs110:
             return {status_for(e.kind, true, size_status), "text/xml",
                     ows_exception_report("http://www.opengis.net/ows", "1.0.0", e)};

@@ -19,8 +19,8 @@ enum class ErrorKind : std::uint8_t {
 
 struct OgcError {
     ErrorKind kind;
-    std::string code;     // OGC exceptionCode; WMS omits an empty one
-    std::string locator;  // parameter name, may be empty
+    std::string code;     // OWS exceptionCode; WMS reports keep it only if their list has it
+    std::string locator;  // parameter name, may be empty; WMS 1.1.1 has no place for it
     std::string text;     // what was asked, what the limit is, what to do
 };
 

@@ -140,3 +140,91 @@ TEST(XyzTiles, StayPlainText) {
     EXPECT_EQ(upstream_failure("/tiles/3/1/1.png", ErrorKind::UpstreamDown, c).content_type,
               "text/plain; charset=utf-8");
 }
+
+TEST(WmsCodes, PixelCapHasNoCode) {
+    Config c;
+    const Response v130 = decided("/?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&WIDTH=99999&HEIGHT=99999", c);
+    EXPECT_EQ(v130.status, 200);
+    EXPECT_EQ(v130.content_type, "text/xml");
+    const Report r = read(v130.body);
+    ASSERT_TRUE(r.parsed);
+    EXPECT_EQ(r.root, "ServiceExceptionReport");
+    EXPECT_EQ(r.ns, "http://www.opengis.net/ogc");
+    EXPECT_EQ(r.version, "1.3.0");
+    EXPECT_FALSE(r.has_code) << v130.body;
+    EXPECT_EQ(r.locator, "WIDTH");
+    EXPECT_NE(r.text.find("pixels"), std::string::npos);
+
+    const Response v111 = decided("/?SERVICE=WMS&REQUEST=GetMap&VERSION=1.1.1&WIDTH=99999&HEIGHT=99999", c);
+    EXPECT_EQ(v111.status, 200);
+    EXPECT_EQ(v111.content_type, "application/vnd.ogc.se_xml");
+    const Report o = read(v111.body);
+    ASSERT_TRUE(o.parsed);
+    EXPECT_EQ(o.root, "ServiceExceptionReport");
+    EXPECT_TRUE(o.ns.empty());
+    EXPECT_EQ(o.version, "1.1.1");
+    EXPECT_FALSE(o.has_code) << v111.body;
+    EXPECT_FALSE(o.has_locator) << v111.body;  // not in the 1.1.1 DTD
+}
+
+TEST(WmsCodes, MissingSizeBudgetAndUpstreamHaveNoCode) {
+    Config c;
+    const std::string v130 = "/?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&CRS=EPSG:4326&BBOX=0,0,1,1&WIDTH=256&HEIGHT=256";
+    const Report missing = read(decided("/?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&WIDTH=256", c).body);
+    EXPECT_FALSE(missing.has_code);
+    EXPECT_EQ(missing.locator, "HEIGHT");
+    const Response rl = decided(v130, c, SpendResult{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0});
+    EXPECT_EQ(rl.status, 429);
+    EXPECT_FALSE(read(rl.body).has_code) << rl.body;
+    const Response nf = decided(v130, c, SpendResult{SpendOutcome::NeverFits, 0, 1000, 0, 0});
+    EXPECT_EQ(nf.status, 200);
+    EXPECT_FALSE(read(nf.body).has_code) << nf.body;
+    for (ErrorKind k : {ErrorKind::UpstreamDown, ErrorKind::Busy, ErrorKind::UpstreamTimeout}) {
+        const Rendered r = upstream_failure(v130, k, c);
+        EXPECT_FALSE(read(r.body).has_code) << r.body;
+        const Rendered o = upstream_failure("/?SERVICE=WMS&REQUEST=GetMap&VERSION=1.1.1", k, c);
+        EXPECT_FALSE(read(o.body).has_code) << o.body;
+    }
+}
+
+TEST(WmsCodes, MappedToTheVersionsList) {
+    auto code = [](Dialect d, const std::string& c, const std::string& loc) {
+        return read(render_error(Service::Wms, d, {ErrorKind::BadRequest, c, loc, "t"}, 200).body);
+    };
+    EXPECT_EQ(code(Dialect::Wms130, "InvalidParameterValue", "FORMAT").code, "InvalidFormat");
+    EXPECT_EQ(code(Dialect::Wms111, "InvalidParameterValue", "format").code, "InvalidFormat");
+    EXPECT_EQ(code(Dialect::Wms130, "InvalidParameterValue", "CRS").code, "InvalidCRS");
+    EXPECT_EQ(code(Dialect::Wms111, "InvalidParameterValue", "SRS").code, "InvalidSRS");
+    EXPECT_EQ(code(Dialect::Wms111, "InvalidCRS", "").code, "InvalidSRS");
+    EXPECT_EQ(code(Dialect::Wms130, "InvalidSRS", "").code, "InvalidCRS");
+    EXPECT_EQ(code(Dialect::Wms130, "LayerNotDefined", "LAYERS").code, "LayerNotDefined");
+    EXPECT_EQ(code(Dialect::Wms130, "LayerNotDefined", "LAYERS").locator, "LAYERS");
+    EXPECT_EQ(code(Dialect::Wms111, "OperationNotSupported", "").code, "OperationNotSupported");
+    for (const char* ows : {"InvalidParameterValue", "MissingParameterValue", "NoApplicableCode",
+                            "OptionNotSupported", "OperationProcessingFailed", "TileOutOfRange"}) {
+        EXPECT_FALSE(code(Dialect::Wms130, ows, "WIDTH").has_code) << ows;
+        EXPECT_FALSE(code(Dialect::Wms111, ows, "WIDTH").has_code) << ows;
+    }
+}
+
+TEST(OwsCodes, WfsKeepOwsCodes) {
+    const OgcError e{ErrorKind::OverCap, "InvalidParameterValue", "COUNT", "too many"};
+    const Report f100 = read(render_error(Service::Wfs, Dialect::Wfs100, e, 200).body);
+    EXPECT_EQ(f100.root, "ServiceExceptionReport");
+    EXPECT_EQ(f100.version, "1.2.0");
+    EXPECT_EQ(f100.code, "InvalidParameterValue");
+    EXPECT_EQ(f100.locator, "COUNT");
+    const Report f110 = read(render_error(Service::Wfs, Dialect::Wfs110, e, 200).body);
+    EXPECT_EQ(f110.root, "ows:ExceptionReport");
+    EXPECT_EQ(f110.ns, "http://www.opengis.net/ows");
+    EXPECT_EQ(f110.code, "InvalidParameterValue");
+    const Rendered f200 = render_error(Service::Wfs, Dialect::Ows11, e, 200);
+    EXPECT_EQ(f200.content_type, "application/xml");
+    const Report r200 = read(f200.body);
+    EXPECT_EQ(r200.ns, kOws11);
+    EXPECT_EQ(r200.version, "2.0.0");
+    EXPECT_EQ(r200.code, "InvalidParameterValue");
+    EXPECT_EQ(r200.locator, "COUNT");
+    const OgcError blank{ErrorKind::UpstreamDown, "", "", "down"};
+    EXPECT_EQ(read(render_error(Service::Wfs, Dialect::Ows11, blank, 200).body).code, "NoApplicableCode");
+}
