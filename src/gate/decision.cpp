@@ -2,16 +2,17 @@
 
 #include "gate/inimage.hpp"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 
 namespace ot::gate {
 namespace {
 
 std::string fmt_cost(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-    return buf;
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2);
+    if (r.ec != std::errc()) r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, 2);
+    return std::string(buf, r.ptr);
 }
 
 long long ceil_at_least(double v, long long floor_value) {
@@ -21,8 +22,12 @@ long long ceil_at_least(double v, long long floor_value) {
 
 Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict) {
     Decision d;
-    const Rendered r = render_refusal(a, e, c);
-    d.response = {r.status, r.content_type, r.body, {{"Cache-Control", "no-store"}}};
+    Rendered r = render_refusal(a, e, c);
+    d.response.status = r.status;
+    d.response.content_type = std::move(r.content_type);
+    d.response.body = std::move(r.body);
+    d.response.headers.reserve(8);  // and the rate-limit set, at most
+    d.response.headers.emplace_back("Cache-Control", "no-store");
     d.verdict = std::move(verdict);
     return d;
 }
@@ -49,13 +54,14 @@ HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s)
     const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
     const long long t = ceil_at_least(reset_s, 0);
     const std::string name = "\"" + tier.name + "\"";
-    return {
-        {"RateLimit-Policy", name + ";q=" + std::to_string(q) + ";w=" + std::to_string(w)},
-        {"RateLimit", name + ";r=" + std::to_string(r) + ";t=" + std::to_string(t)},
-        {"X-RateLimit-Limit", std::to_string(q)},
-        {"X-RateLimit-Remaining", std::to_string(r)},
-        {"X-RateLimit-Reset", std::to_string(t)},
-    };
+    HeaderList h;
+    h.reserve(5);
+    h.emplace_back("RateLimit-Policy", name + ";q=" + std::to_string(q) + ";w=" + std::to_string(w));
+    h.emplace_back("RateLimit", name + ";r=" + std::to_string(r) + ";t=" + std::to_string(t));
+    h.emplace_back("X-RateLimit-Limit", std::to_string(q));
+    h.emplace_back("X-RateLimit-Remaining", std::to_string(r));
+    h.emplace_back("X-RateLimit-Reset", std::to_string(t));
+    return h;
 }
 
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
@@ -79,7 +85,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                "' tier, so it can never succeed: waiting will not help. Ask for a smaller area, "
                                "size or count."};
                 Decision n = refuse(a, e, c, "never_fits");
-                n.response.headers.insert(n.response.headers.end(), rl.begin(), rl.end());
+                for (auto& h : rl) n.response.headers.push_back(std::move(h));
                 return n;
             }
             verdict = "shadow_never_fits";
@@ -91,7 +97,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                fmt_cost(a.price.cost) + " units and " + fmt_cost(spent->remaining) +
                                " are left. Retry after " + std::to_string(retry) + " s, or send fewer or smaller requests."};
                 Decision n = refuse(a, e, c, "throttled");
-                n.response.headers.insert(n.response.headers.end(), rl.begin(), rl.end());
+                for (auto& h : rl) n.response.headers.push_back(std::move(h));
                 n.response.headers.push_back({"Retry-After", std::to_string(retry)});
                 return n;
             }
@@ -102,7 +108,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
     }
     d.forward = true;
     d.verdict = verdict;
-    d.headers = rl;
+    d.headers = std::move(rl);
     // Shadow mode forwards the request exactly as sent.
     const bool rewrite = !c.shadow;
     d.target = rewrite && a.caps.new_target ? *a.caps.new_target : in.target;

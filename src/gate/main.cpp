@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
         return 0;
     }
 
+    // A log reader that goes away (a closed pipe) must not take the gate
+    // with it: writes then fail with EPIPE and requests are still served.
+    std::signal(SIGPIPE, SIG_IGN);
     const int threads = cfg->threads > 0 ? cfg->threads : std::max(1u, std::thread::hardware_concurrency());
     boost::asio::io_context ioc(1);
     Gate gate(ioc, cfg);

@@ -1,34 +1,42 @@
-// Counters for the admin listener's Prometheus page.
+// Counters for the admin listener's Prometheus page. One shard per I/O
+// thread, each under its own lock: a request only ever touches its thread's
+// shard, so the lock is never contended except by a scrape, which sums them.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ot::gate {
 
 class Metrics {
 public:
-    void request(const std::string& cls, const std::string& verdict, double charged);
-    void upstream(double seconds, bool failed);
-    void refunded(const std::string& cls, double amount);
-    void coalesced();
+    explicit Metrics(std::size_t shards = 1) { resize(shards); }
+    // Before the I/O threads start: shard `i` belongs to thread `i`.
+    void resize(std::size_t shards);
+    void request(unsigned shard, const std::string& cls, const std::string& verdict, double charged);
+    void upstream(unsigned shard, double seconds, bool failed);
+    void refunded(unsigned shard, const std::string& cls, double amount);
+    void coalesced(unsigned shard);
     std::string prometheus(std::size_t bucket_keys) const;
 
 private:
     static constexpr double kBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
     static constexpr std::size_t kNumBounds = sizeof(kBounds) / sizeof(kBounds[0]);
-    mutable std::mutex mu_;
-    std::map<std::pair<std::string, std::string>, std::uint64_t> requests_;
-    std::map<std::string, double> charged_;
-    std::uint64_t latency_counts_[kNumBounds + 1] = {};
-    double latency_sum_ = 0;
-    std::uint64_t latency_n_ = 0;
-    std::uint64_t upstream_failures_ = 0;
-    std::map<std::string, double> refunded_;
-    std::uint64_t coalesced_ = 0;
+    struct alignas(64) Shard {
+        mutable std::mutex mu;
+        // class -> verdict -> count; std::less<> finds by the caller's strings without copying them.
+        std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> requests;
+        std::map<std::string, double, std::less<>> charged, refunded;
+        std::uint64_t latency_counts[kNumBounds + 1] = {};
+        double latency_sum = 0;
+        std::uint64_t latency_n = 0, upstream_failures = 0, coalesced = 0;
+    };
+    Shard& at(unsigned shard) { return *shards_[shard % shards_.size()]; }
+    std::vector<std::unique_ptr<Shard>> shards_;
 };
 
 }  // namespace ot::gate

@@ -7,6 +7,9 @@
 #include <boost/beast/http.hpp>
 #include <unistd.h>
 
+#include <cerrno>
+
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -15,7 +18,9 @@
 #include <stdexcept>
 
 #include "gate/decision.hpp"
+#include "gate/http_head.hpp"
 #include "gate/identity.hpp"
+#include "gate/log_line.hpp"
 #include "gate/text.hpp"
 
 namespace ot::gate {
@@ -25,6 +30,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+// The I/O thread's own executor type, not the type-erased any_io_executor:
+// every handler of a client connection is dispatched through it.
+using ClientSocket = tcp::socket::rebind_executor<asio::io_context::executor_type>::other;
+using ClientTimer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, asio::io_context::executor_type>;
 
 namespace {
 
@@ -46,10 +55,13 @@ bool valid_request_id(std::string_view s) {
 
 std::string mint_request_id() {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    char buf[33];
-    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                  static_cast<unsigned long long>(rng()));
-    return buf;
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id(32, '0');
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = rng();
+        for (int i = 15; i >= 0; --i, v >>= 4) id[static_cast<std::size_t>(half * 16 + i)] = kHex[v & 0xf];
+    }
+    return id;
 }
 
 bool hop_by_hop(beast::string_view name) {
@@ -57,18 +69,6 @@ bool hop_by_hop(beast::string_view name) {
                           "te", "trailer", "transfer-encoding", "upgrade", "expect"})
         if (beast::iequals(name, h)) return true;
     return false;
-}
-
-std::string iso_now() {
-    const auto t = std::chrono::system_clock::now();
-    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-    const auto msec = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(msec));
-    return buf;
 }
 
 // Relay buffers, cached per I/O thread and held only while a request is
@@ -100,22 +100,61 @@ void give_block(std::unique_ptr<char[]>& b) {
 // changes the rules half-way through one.
 class Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(tcp::socket s, Gate& g, bool admin, unsigned worker)
-        : stream_(std::move(s)), gate_(g), admin_(admin), worker_(worker) {
+    Session(ClientSocket s, Gate& g, bool admin, unsigned worker)
+        : socket_(std::move(s)), idle_timer_(socket_.get_executor()), gate_(g), admin_(admin), worker_(worker) {
         beast::error_code ec;
-        const auto ep = stream_.socket().remote_endpoint(ec);
+        const auto ep = socket_.remote_endpoint(ec);
         if (!ec) peer_ = parse_ip(ep.address().to_string()).value_or(IpAddr{});
+        socket_.set_option(tcp::no_delay(true), ec);
     }
     void start() { read(); }
 
 private:
+    // --- the client's idle timeout -------------------------------------
+    // One timer per connection, moved lazily: each client read or write
+    // only pushes deadline_ forward, and the timer, when it fires early,
+    // waits again for the rest. (A timer per I/O operation, as
+    // beast::tcp_stream keeps, cost a timer-queue insert and a cancelled
+    // completion per request.) It only counts while client I/O is pending:
+    // waiting for the upstream is the upstream's timeout.
+    void client_io(double seconds) {
+        deadline_ = Clock::now() + ms(seconds);
+        io_pending_ = true;
+        if (timer_armed_) return;
+        timer_armed_ = true;
+        idle_timer_.expires_at(deadline_);
+        idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+            if (auto self = weak.lock()) self->on_idle_timer(ec);
+        });
+    }
+
+    void client_io_done() { io_pending_ = false; }
+
+    void on_idle_timer(beast::error_code ec) {
+        timer_armed_ = false;
+        if (ec || !io_pending_ || !socket_.is_open()) return;
+        if (Clock::now() < deadline_) {
+            const auto d = deadline_;
+            timer_armed_ = true;
+            idle_timer_.expires_at(d);
+            idle_timer_.async_wait([weak = weak_from_this()](beast::error_code e) {
+                if (auto self = weak.lock()) self->on_idle_timer(e);
+            });
+            return;
+        }
+        // Too slow: the pending read or write completes with operation_aborted.
+        timed_out_ = true;
+        beast::error_code ignored;
+        socket_.close(ignored);
+    }
+
     void read() {
-        cfg_ = gate_.config();
+        cfg_ = gate_.config(worker_);
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.header_bytes));
         parser_->body_limit(cfg_->limits.body_bytes);
-        stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
-        http::async_read_header(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        client_io(cfg_->limits.idle_timeout_s);
+        http::async_read_header(socket_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec || self->parser_->is_done()) return self->on_read(ec);
             self->read_body();
         });
@@ -131,7 +170,7 @@ private:
                 *parser_->content_length() > cfg_->limits.body_bytes)
                 return on_read(http::error::body_limit);
             auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-            return http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+            return http::async_write(socket_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
                 if (ec) return self->on_read(ec);
                 self->read_rest();
             });
@@ -140,13 +179,14 @@ private:
     }
 
     void read_rest() {
-        http::async_read(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        http::async_read(socket_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             self->on_read(ec);
         });
     }
 
     void on_read(beast::error_code ec) {
-        if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+        client_io_done();
+        if (timed_out_ || ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
             ec == asio::error::connection_reset || ec == asio::error::eof)
             return close();
         // A fresh slate per request on a kept-alive connection.
@@ -163,9 +203,10 @@ private:
         refunded_ = 0;
         status_sent_ = 0;
         started_ = Clock::now();
-        gate_.inflight++;
+        gate_.inflight(worker_)++;
         counted_ = true;
         keep_alive_ = false;
+        req_ = {};  // an unreadable request must not answer as the previous one (HEAD) did
         if (ec == http::error::body_limit)
             return plain(413, "request body larger than " + std::to_string(cfg_->limits.body_bytes) + " bytes", "invalid");
         if (ec == http::error::header_limit)
@@ -194,12 +235,13 @@ private:
     }
 
     void handle() {
-        const std::string target(req_.target());
-        const std::string path = target.substr(0, target.find('?'));
+        const std::string_view target(req_.target().data(), req_.target().size());
+        const std::string_view path = target.substr(0, target.find('?'));
         if (path == "/healthz" || path == "/livez") return plain(200, "ok", "health");
         if (path == "/readyz") return ready();
 
-        HttpIn in{std::string(req_.method_string()), target, std::string(req_[http::field::content_type]), req_.body()};
+        HttpIn in{std::string(req_.method_string()), std::string(target), std::string(req_[http::field::content_type]),
+                  req_.body()};
         if (in.target.empty() || in.target[0] != '/')
             return plain(400, "only origin-form request targets are accepted", "invalid");
         const Config& c = *cfg_;
@@ -243,7 +285,7 @@ private:
         if (!up_req_.body().empty() || req_.has_content_length()) up_req_.prepare_payload();
         if (flight_key_) {
             auto self = shared_from_this();
-            auto ex = stream_.get_executor();
+            auto ex = socket_.get_executor();
             const bool lead = gate_.coalescer().join(*flight_key_, [self, ex](const FlightResult& r) {
                 asio::post(ex, [self, r] { self->on_flight(r); });
             });
@@ -266,7 +308,7 @@ private:
     void on_flight(const FlightResult& r) {
         switch (r.kind) {
             case FlightResult::Kind::Response:
-                gate_.metrics().coalesced();
+                gate_.metrics().coalesced(worker_);
                 return respond_shared(*r.response);
             case FlightResult::Kind::UpstreamError: return upstream_error_reply(r.timeout, r.error);
             case FlightResult::Kind::Busy: return busy();
@@ -280,7 +322,7 @@ private:
         slot_class_ = concurrency_class(assessment_.req, assessment_.price.cost_class, *cfg_);
         if (slot_class_.empty()) return send_upstream();
         auto self = shared_from_this();
-        auto ex = stream_.get_executor();
+        auto ex = socket_.get_executor();
         std::uint64_t ticket = 0;
         switch (gate_.slots().acquire(slot_class_, [self, ex] { asio::post(ex, [self] { self->slot_granted(); }); },
                                       &ticket)) {
@@ -333,7 +375,7 @@ private:
         up_buf_.emplace(up_mem_.get(), kBlock);
         up_sr_.reset();
         up_parser_.reset();
-        auto ex = stream_.get_executor();
+        auto ex = socket_.get_executor();
         if (!retried_) {
             // A GET/HEAD that meets a connection the upstream has closed is
             // retried (upstream_failed); anything else must not meet one, so
@@ -388,7 +430,7 @@ private:
         }
         drop_upstream();
         release_slot();
-        gate_.metrics().upstream(seconds_since(up_started_), true);
+        gate_.metrics().upstream(worker_, seconds_since(up_started_), true);
         upstream_status_ = 0;
         // The verdict stays what the policy decided; the failure is logged
         // beside it (and counted in ogc_gate_upstream_failures_total).
@@ -488,8 +530,9 @@ private:
         b.data = const_cast<char*>(data);
         b.size = n;
         b.more = more;
-        stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
-        http::async_write(stream_, *up_sr_, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
+        client_io(cfg_->limits.idle_timeout_s);
+        http::async_write(socket_, *up_sr_, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
+            self->client_io_done();
             if (ec == http::error::need_buffer) ec = {};
             if (!self->acc_.empty()) std::string().swap(self->acc_);
             if (ec) {
@@ -512,13 +555,13 @@ private:
         if (!up_sr_) return upstream_failed(ec);  // nothing sent yet: a proper error answer
         drop_upstream();
         release_slot();
-        gate_.metrics().upstream(seconds_since(up_started_), true);
+        gate_.metrics().upstream(worker_, seconds_since(up_started_), true);
         upstream_error_ = "upstream broke off mid-body: " + ec.message();
         close();
     }
 
     void upstream_done() {
-        gate_.metrics().upstream(seconds_since(up_started_), false);
+        gate_.metrics().upstream(worker_, seconds_since(up_started_), false);
         if (up_ && up_keep_alive_ && up_parser_->is_done() && up_buf_->size() == 0) {
             up_->expires_never();
             gate_.pool(worker_).put(std::move(up_), Clock::now());
@@ -554,7 +597,12 @@ private:
         if (req_.method() != http::verb::head) res_.prepare_payload();
         for (const auto& [k, v] : decision_.headers) res_.set(k, v);
         if (check_refund) maybe_refund(s.status, s.body.empty());
-        send();
+        status_sent_ = res_.result_int();
+        res_.set("X-Request-Id", request_id_);
+        res_.keep_alive(keep_alive_ && !gate_.draining());
+        serialize_head(res_.base(), head_);
+        body_ = std::move(res_.body());
+        write_reply(res_.keep_alive());
     }
 
     void maybe_refund(unsigned status, bool empty_body) {
@@ -567,7 +615,7 @@ private:
         refunded_ = decision_.charged * fraction;
         gate_.buckets().refund(bucket_key_, refunded_, budget_, now_us());
         const std::string cls = assessment_.price.cost_class.empty() ? "other" : assessment_.price.cost_class;
-        gate_.metrics().refunded(cls, refunded_);
+        gate_.metrics().refunded(worker_, cls, refunded_);
     }
 
     // --- responses --------------------------------------------------------
@@ -576,26 +624,32 @@ private:
         respond(status, "text/plain; charset=utf-8", text + "\n", {});
     }
 
+    // The gate's own answer: written straight into head_ (the fields Beast
+    // would have set: Content-Length, and Connection: close when the
+    // connection ends). A HEAD request gets the head only.
     void respond(int status, const std::string& type, const std::string& body, const HeaderList& headers) {
-        res_ = {};
-        res_.result(static_cast<unsigned>(status));
-        res_.version(11);
-        res_.set(http::field::server, "ogc-gate");
-        if (!type.empty()) res_.set(http::field::content_type, type);
-        for (const auto& [k, v] : headers) res_.insert(k, v);
-        res_.body() = body;
-        res_.prepare_payload();
-        send();
+        status_sent_ = static_cast<unsigned>(status);
+        const bool again = keep_alive_ && !gate_.draining();
+        HeadWriter w(head_, 11, static_cast<unsigned>(status));
+        w.field("Server", "ogc-gate");
+        if (!type.empty()) w.field("Content-Type", type);
+        for (const auto& [k, v] : headers) w.field(k, v);
+        w.field("Content-Length", body.size());
+        w.field("X-Request-Id", request_id_);
+        if (!again) w.field("Connection", "close");
+        w.end();
+        if (req_.method() == http::verb::head) body_.clear();
+        else body_ = body;
+        write_reply(again);
     }
 
-    void send() {
-        status_sent_ = res_.result_int();
-        res_.set("X-Request-Id", request_id_);
-        res_.keep_alive(keep_alive_ && !gate_.draining());
-        stream_.expires_after(ms(cfg_->limits.idle_timeout_s));
-        http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    void write_reply(bool again) {
+        client_io(cfg_->limits.idle_timeout_s);
+        const std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::buffer(body_)};
+        asio::async_write(socket_, bufs, [self = shared_from_this(), again](beast::error_code ec, std::size_t) {
+            self->client_io_done();
             self->finished();
-            if (ec || !self->res_.keep_alive()) return self->close();
+            if (ec || !again) return self->close();
             self->read();
         });
     }
@@ -606,40 +660,40 @@ private:
         give_block(chunk_mem_);
         if (!counted_) return;
         counted_ = false;
-        gate_.inflight--;
+        gate_.inflight(worker_)--;
         if (admin_ || decision_.verdict == "health") return;
         const std::string cls = assessment_.price.cost_class.empty() ? "other" : assessment_.price.cost_class;
-        gate_.metrics().request(cls, decision_.verdict, decision_.charged);
-        nlohmann::json j = {
-            {"ts", iso_now()},
-            {"request_id", request_id_},
-            {"identity", identity_hash_},
-            {"tier", tier_},
-            {"method", std::string(req_.method_string())},
-            {"service", service_name(assessment_.req.service)},
-            {"operation", op_name(assessment_.req.op)},
-            {"class", cls},
-            {"cost", assessment_.price.cost},
-            {"verdict", decision_.verdict},
-            {"status", status_sent_},
-            {"upstream_status", upstream_status_},
-            {"latency_ms", seconds_since(started_) * 1000},
-        };
-        if (!assessment_.caps.note.empty()) j["note"] = assessment_.caps.note;
-        if (!upstream_error_.empty()) j["upstream_error"] = upstream_error_;
-        if (coalesced_) j["coalesced"] = true;
-        if (retried_) j["upstream_retried"] = true;
-        if (refunded_ > 0) j["refunded"] = refunded_;
-        if (!slot_class_.empty()) j["concurrency_class"] = slot_class_;
+        gate_.metrics().request(worker_, cls, decision_.verdict, decision_.charged);
+        // Keys in alphabetical order, as they have always been written.
+        JsonLine j;
+        j.str("class", cls);
+        if (coalesced_) j.boolean("coalesced", true);
+        if (!slot_class_.empty()) j.str("concurrency_class", slot_class_);
+        j.num("cost", assessment_.price.cost);
+        j.str("identity", identity_hash_);
+        j.num("latency_ms", seconds_since(started_) * 1000);
+        j.str("method", std::string_view(req_.method_string().data(), req_.method_string().size()));
+        if (!assessment_.caps.note.empty()) j.str("note", assessment_.caps.note);
+        j.str("operation", op_name(assessment_.req.op));
+        if (refunded_ > 0) j.num("refunded", refunded_);
+        j.str("request_id", request_id_);
+        j.str("service", service_name(assessment_.req.service));
+        j.num("status", static_cast<std::int64_t>(status_sent_));
+        j.str("tier", tier_);
+        j.str("ts", iso_now_ms());
+        if (!upstream_error_.empty()) j.str("upstream_error", upstream_error_);
         if (upstream_status_ || decision_.verdict.rfind("upstream", 0) == 0)
-            j["upstream_ms"] = seconds_since(up_started_) * 1000;
-        gate_.log_line(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            j.num("upstream_ms", seconds_since(up_started_) * 1000);
+        if (retried_) j.boolean("upstream_retried", true);
+        j.num("upstream_status", static_cast<std::int64_t>(upstream_status_));
+        j.str("verdict", decision_.verdict);
+        gate_.log_line(worker_, std::move(j).finish());
     }
 
     void close() {
         finished();
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        socket_.shutdown(tcp::socket::shutdown_send, ec);
     }
 
     static double seconds_since(Clock::time_point t) {
@@ -650,9 +704,9 @@ private:
     void ready() {
         decision_.verdict = "health";
         const Upstream& u = gate_.upstream();
-        up_ = std::make_unique<beast::tcp_stream>(stream_.get_executor());
+        up_ = std::make_unique<beast::tcp_stream>(socket_.get_executor());
         up_->expires_after(std::chrono::seconds(2));
-        resolver_ = std::make_unique<tcp::resolver>(stream_.get_executor());
+        resolver_ = std::make_unique<tcp::resolver>(socket_.get_executor());
         resolver_->async_resolve(u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
             if (ec) return self->plain(503, "upstream not resolvable", "health");
             self->up_->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
@@ -702,7 +756,11 @@ private:
         respond(404, "text/plain", "admin endpoints: /metrics /buckets /healthz\n", {});
     }
 
-    beast::tcp_stream stream_;
+    ClientSocket socket_;
+    ClientTimer idle_timer_;
+    Clock::time_point deadline_{};
+    bool io_pending_ = false, timer_armed_ = false, timed_out_ = false;
+    std::string head_, body_;  // a response written whole (not relayed)
     std::unique_ptr<beast::tcp_stream> up_;
     Gate& gate_;
     bool admin_;
@@ -781,7 +839,9 @@ Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
 }
 
 void Gate::start(int threads) {
+    metrics_.resize(static_cast<std::size_t>(std::max(threads, 1)));
     for (int i = 0; i < std::max(threads, 1); ++i) {
+        per_thread_.push_back(std::make_unique<PerThread>());
         workers_.push_back(std::make_unique<asio::io_context>(1));
         guards_.push_back(asio::make_work_guard(*workers_.back()));
         pools_.push_back(std::make_unique<UpstreamPool>(cfg_->limits.upstream_keepalive, cfg_->limits.upstream_idle_timeout_s));
@@ -804,7 +864,7 @@ void Gate::start(int threads) {
 
 void Gate::accept(tcp::acceptor& a, bool admin) {
     const unsigned worker = next_worker_++ % workers_.size();
-    a.async_accept(workers_[worker]->get_executor(), [this, &a, admin, worker](beast::error_code ec, tcp::socket s) {
+    a.async_accept(workers_[worker]->get_executor(), [this, &a, admin, worker](beast::error_code ec, ClientSocket s) {
         if (ec == asio::error::operation_aborted || !a.is_open()) return;
         if (!ec) std::make_shared<Session>(std::move(s), *this, admin, worker)->start();
         accept(a, admin);
@@ -816,6 +876,23 @@ void Gate::reload(std::shared_ptr<const Config> cfg) {
     slots_.configure(cfg->concurrency.classes, cfg->concurrency.max_queue);
     for (auto& p : pools_) p->configure(cfg->limits.upstream_keepalive, cfg->limits.upstream_idle_timeout_s);
     std::atomic_store(&cfg_, std::move(cfg));
+    cfg_generation_.fetch_add(1, std::memory_order_release);
+}
+
+const std::shared_ptr<const Config>& Gate::config(unsigned worker) {
+    // The shared pointer is read under a lock (std::atomic_load): once per
+    // reload and thread, not once per request.
+    PerThread& t = *per_thread_[worker];
+    const std::uint64_t g = cfg_generation_.load(std::memory_order_acquire);
+    if (g != t.cfg_generation) {
+        // Behind a control block of this thread's own: sessions copy t.cfg
+        // per request, and a count shared with the other threads would move
+        // its cache line between cores each time.
+        auto holder = std::make_shared<std::shared_ptr<const Config>>(std::atomic_load(&cfg_));
+        t.cfg = std::shared_ptr<const Config>(holder, holder->get());
+        t.cfg_generation = g;
+    }
+    return t.cfg;
 }
 
 void Gate::drain_and_stop(double timeout_s) {
@@ -830,7 +907,7 @@ void Gate::drain_and_stop(double timeout_s) {
     const auto deadline = Clock::now() + ms(timeout_s);
     auto tick = std::make_shared<std::function<void()>>();
     *tick = [this, timer, deadline, tick]() {
-        if (inflight.load() <= 0 || Clock::now() >= deadline) {
+        if (inflight_total() <= 0 || Clock::now() >= deadline) {
             ioc_.stop();
             for (auto& w : workers_) w->stop();
             return;
@@ -843,6 +920,12 @@ void Gate::drain_and_stop(double timeout_s) {
 
 Gate::~Gate() { join(); }
 
+int Gate::inflight_total() const {
+    int n = 0;
+    for (const auto& t : per_thread_) n += t->inflight.load();
+    return n;
+}
+
 std::size_t Gate::idle_upstream() const {
     std::size_t n = 0;
     for (const auto& p : pools_) n += p->idle();
@@ -853,11 +936,43 @@ void Gate::join() {
     for (auto& w : workers_) w->stop();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
+    // The threads are gone: what they buffered is written from here.
+    for (unsigned i = 0; i < per_thread_.size(); ++i) flush_log(i);
 }
 
-void Gate::log_line(const std::string& line) {
+void Gate::log_line(unsigned worker, std::string line) {
+    PerThread& t = *per_thread_[worker];
+    t.log += line;
+    t.log += '\n';
+    if (t.log.size() >= 64 * 1024) return flush_log(worker);
+    if (t.flush_posted) return;
+    t.flush_posted = true;
+    // Runs after the handlers already queued on this thread: the lines of
+    // one epoll round go out in one write.
+    asio::post(*workers_[worker], [this, worker] { flush_log(worker); });
+}
+
+void Gate::flush_log(unsigned worker) {
+    PerThread& t = *per_thread_[worker];
+    t.flush_posted = false;
+    if (t.log.empty()) return;
+    write_log(t.log);
+    t.log.clear();
+}
+
+void Gate::write_log(const std::string& text) {
+    // One writer at a time: a pipe or socket (journald) does not keep two
+    // threads' batches apart.
     std::lock_guard<std::mutex> lock(log_mu_);
-    std::cout << line << '\n' << std::flush;
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+        const ssize_t n = ::write(STDOUT_FILENO, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the log is gone; requests are still served
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
 }
 
 }  // namespace ot::gate

@@ -2,7 +2,9 @@
 // admin listeners), reads requests with header/body/idle limits, asks
 // assess → buckets → decide → coalescer → concurrency slot → upstream
 // (pooled keep-alive connections, bodies streamed), writes one JSON log line
-// per request. Beast, one io_context run by N threads.
+// per request. Beast, one io_context per I/O thread; what a request touches
+// on its way (config snapshot, log buffer, metrics shard, upstream pool) is
+// kept per thread, so two threads meet only on the bucket table.
 #pragma once
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -46,8 +48,9 @@ public:
     void reload(std::shared_ptr<const Config> cfg);  // keeps listeners and connections
     void drain_and_stop(double timeout_s);           // SIGTERM
 
-    // Used by sessions.
+    // Used by sessions, from the I/O thread `worker` they live on.
     std::shared_ptr<const Config> config() const { return std::atomic_load(&cfg_); }
+    const std::shared_ptr<const Config>& config(unsigned worker);
     boost::asio::io_context& ioc() { return ioc_; }
     BucketTable& buckets() { return buckets_; }
     Metrics& metrics() { return metrics_; }
@@ -58,11 +61,26 @@ public:
     UpstreamPool& pool(unsigned worker) { return *pools_[worker]; }
     std::size_t idle_upstream() const;
     const Upstream& upstream() const { return upstream_; }
-    void log_line(const std::string& line);
+    // Appends one line to the thread's log buffer; the buffer is written
+    // (one write(2) under a lock) once the thread has run what is ready, so a
+    // busy thread logs many requests per system call and a quiet one at once.
+    void log_line(unsigned worker, std::string line);
     bool draining() const { return draining_; }
-    std::atomic<int> inflight{0};
+    // Requests under way on thread `worker` (a counter per thread: one
+    // shared by all would be written from every core on every request).
+    std::atomic<int>& inflight(unsigned worker) { return per_thread_[worker]->inflight; }
+    int inflight_total() const;
 
 private:
+    struct alignas(64) PerThread {
+        std::shared_ptr<const Config> cfg;
+        std::uint64_t cfg_generation = ~std::uint64_t{0};
+        std::string log;
+        bool flush_posted = false;
+        std::atomic<int> inflight{0};
+    };
+    void flush_log(unsigned worker);
+    void write_log(const std::string& text);
     void accept(boost::asio::ip::tcp::acceptor& a, bool admin);
     boost::asio::io_context& ioc_;
     std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
@@ -70,6 +88,8 @@ private:
     std::vector<std::thread> threads_;
     std::atomic<unsigned> next_worker_{0};
     std::shared_ptr<const Config> cfg_;
+    std::atomic<std::uint64_t> cfg_generation_{0};  // bumped after each reload's store
+    std::vector<std::unique_ptr<PerThread>> per_thread_;
     Upstream upstream_;
     BucketTable buckets_;
     Metrics metrics_;

@@ -128,6 +128,13 @@ std::string_view trim(std::string_view s) {
 }
 
 std::string xml_escape(std::string_view s) {
+    bool clean = true;
+    for (char c : s)
+        if (c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' || static_cast<unsigned char>(c) < 0x20) {
+            clean = false;
+            break;
+        }
+    if (clean) return std::string(s);
     std::string r;
     r.reserve(s.size() + 16);
     for (char c : s) {

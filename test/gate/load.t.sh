@@ -6,10 +6,10 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
-ECHO=18500 G1=18501 A1=18502 G2=18503 A2=18504 G3=18505 A3=18506 MS=18507 G4=18508 A4=18509 G5=18510 A5=18511
+ECHO=18500 G1=18501 A1=18502 G2=18503 A2=18504 G3=18505 A3=18506 MS=18507 G4=18508 A4=18509 G5=18510 A5=18511 G7=18512 A7=18513
 tmp=$(mktemp -d)
 echo_pid=
-cleanup() { for g in g1 g2 g3 g4 g5; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { for g in g1 g2 g3 g4 g5 g7; do gate_stop "$tmp/$g"; done; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 [ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
 ECHO_LOG="$tmp/echo.log" /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" 2>"$tmp/echo.err" & echo_pid=$!
@@ -155,4 +155,78 @@ check_eq "a POST looks first and takes a fresh connection" 200 \
 check "... the GET's retry is logged" grep -q '"upstream_retried":true' "$tmp/g4/gate.log"
 check "... neither counted as an upstream failure" grep -q '^ogc_gate_upstream_failures_total 0$' <(curl -s "http://127.0.0.1:$A4/metrics")
 ms_stop "$tmp/ms"
+
+# 5. The client's idle timeout (1 s here) bounds each read and write on the
+# client side, not the wait for the upstream: an idle kept-alive connection
+# and a header sent in a trickle (slowloris) are closed; a 3 s upstream answer
+# still reaches its client.
+cat >"$tmp/g7.yaml" <<YAML
+tiers: [{name: public, rate: 10000, burst: 100000}]
+limits: {idle_timeout: 1}
+YAML
+gate_start "$tmp/g7" "$G7" "$A7" "http://127.0.0.1:$ECHO" --config "$tmp/g7.yaml" || not_ok "gate 7 starts"
+/usr/bin/python3 - "$G7" >"$tmp/idle7.out" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+REQ = b"GET /?SERVICE=WMS&REQUEST=GetCapabilities HTTP/1.1\r\nHost: x\r\n\r\n"
+
+def closed_after(s, limit=6.0):
+    """Seconds until the gate closes the connection (None: still open at limit)."""
+    t0 = time.monotonic()
+    s.settimeout(limit)
+    try:
+        while s.recv(65536):
+            pass
+    except (socket.timeout, TimeoutError):
+        return None
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - t0
+
+# Kept alive after one answer, then idle.
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(REQ)
+s.settimeout(5)
+got = s.recv(65536)
+print("answered", got.startswith(b"HTTP/1.1 200"))
+print("idle", closed_after(s))
+# A header sent one byte every 0.3 s: every byte is in time, the header is not.
+s = socket.create_connection(("127.0.0.1", port))
+t0 = time.monotonic()
+closed = None
+for b in REQ:
+    try:
+        s.sendall(bytes([b]))
+    except OSError:
+        closed = time.monotonic() - t0
+        break
+    time.sleep(0.3)
+    if time.monotonic() - t0 > 6:
+        break
+if closed is None:
+    s.settimeout(0.5)
+    try:
+        closed = time.monotonic() - t0 if s.recv(65536) == b"" else None
+    except (socket.timeout, TimeoutError):
+        closed = None
+    except ConnectionResetError:
+        closed = time.monotonic() - t0
+print("trickle", closed)
+# The upstream takes 3 s: that is not the client's idleness.
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(REQ.replace(b"GET /?", b"GET /slow?"))
+s.settimeout(10)
+t0 = time.monotonic()
+got = s.recv(65536)
+print("slow", got.startswith(b"HTTP/1.1 200"), round(time.monotonic() - t0, 1))
+PY
+check "an answered request on the idle-timeout gate" grep -q '^answered True$' "$tmp/idle7.out"
+idle7=$(sed -n 's/^idle //p' "$tmp/idle7.out")
+check "an idle kept-alive client connection is closed after the idle timeout (1 s): ${idle7} s" \
+  awk -v t="$idle7" 'BEGIN { exit !(t != "None" && t >= 0.8 && t <= 3) }'
+trickle7=$(sed -n 's/^trickle //p' "$tmp/idle7.out")
+check "a header trickled a byte every 0.3 s is cut at the idle timeout: ${trickle7} s" \
+  awk -v t="$trickle7" 'BEGIN { exit !(t != "None" && t >= 0.8 && t <= 3.5) }'
+check "a 3 s upstream answer still reaches the client: $(sed -n 's/^slow //p' "$tmp/idle7.out")" \
+  grep -q '^slow True' "$tmp/idle7.out"
 tap_exit

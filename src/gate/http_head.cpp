@@ -1,0 +1,63 @@
+#include "gate/http_head.hpp"
+
+#include <charconv>
+
+namespace ot::gate {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+void start_line(std::string& out, unsigned version, unsigned status, std::string_view reason) {
+    out.clear();
+    out += "HTTP/";
+    out += static_cast<char>('0' + version / 10);
+    out += '.';
+    out += static_cast<char>('0' + version % 10);
+    out += ' ';
+    char num[16];
+    const auto r = std::to_chars(num, num + sizeof num, status);
+    out.append(num, r.ptr);
+    out += ' ';
+    out += reason;
+    out += "\r\n";
+}
+
+}  // namespace
+
+HeadWriter::HeadWriter(std::string& out, unsigned version, unsigned status) : out_(out) {
+    const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+    start_line(out_, version, status, std::string_view(reason.data(), reason.size()));
+}
+
+HeadWriter& HeadWriter::field(std::string_view name, std::string_view value) {
+    out_ += name;
+    out_ += ": ";
+    out_ += value;
+    out_ += "\r\n";
+    return *this;
+}
+
+HeadWriter& HeadWriter::field(std::string_view name, std::size_t value) {
+    char num[24];
+    const auto r = std::to_chars(num, num + sizeof num, value);
+    return field(name, std::string_view(num, static_cast<std::size_t>(r.ptr - num)));
+}
+
+void HeadWriter::end() { out_ += "\r\n"; }
+
+void serialize_head(const http::response_header<>& h, std::string& out) {
+    const auto reason = h.reason();
+    start_line(out, h.version(), h.result_int(), std::string_view(reason.data(), reason.size()));
+    for (const auto& f : h) {
+        const auto name = f.name_string();
+        const auto value = f.value();
+        out.append(name.data(), name.size());
+        out += ": ";
+        out.append(value.data(), value.size());
+        out += "\r\n";
+    }
+    out += "\r\n";
+}
+
+}  // namespace ot::gate

@@ -1,0 +1,30 @@
+// One JSON object per line for the request log, written field by field: the
+// log is on every request's path, and a DOM (a map node per field) cost more
+// than the refusal it records. Strings that need escaping go through
+// nlohmann's serializer; invalid UTF-8 is replaced, never thrown.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ot::gate {
+
+class JsonLine {
+public:
+    JsonLine() { s_.reserve(384); s_ += '{'; }
+    JsonLine& str(std::string_view key, std::string_view v);
+    JsonLine& num(std::string_view key, double v);  // NaN/inf as null
+    JsonLine& num(std::string_view key, std::int64_t v);
+    JsonLine& boolean(std::string_view key, bool v);
+    // The line, closed, without a newline.
+    std::string finish() &&;
+
+private:
+    void key(std::string_view k);
+    std::string s_;
+};
+
+// "2026-11-30T11:12:13.456Z" (UTC, milliseconds) for now.
+std::string iso_now_ms();
+
+}  // namespace ot::gate
