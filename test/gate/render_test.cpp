@@ -69,11 +69,13 @@ void expect_wmts_report(const Report& r, const std::string& code) {
 
 }  // namespace
 
+// WMTS clients (GDAL, OWSLib) read non-200 bodies: 07-057r7's statuses,
+// whatever exception_status says, and text/xml, the only XML type GDAL prints.
 TEST(WmtsRest, OverCapTileMatrixIsTheKvpReport) {
     Config c;
     const Response rest = decided(kRest, c), kvp = decided(kKvp, c);
-    EXPECT_EQ(rest.status, 200);
-    EXPECT_EQ(rest.content_type, "application/xml");
+    EXPECT_EQ(rest.status, 400);
+    EXPECT_EQ(rest.content_type, "text/xml");
     const Report r = read(rest.body);
     expect_wmts_report(r, "InvalidParameterValue");
     EXPECT_EQ(r.locator, "TILEMATRIX");
@@ -87,14 +89,28 @@ TEST(WmtsRest, OverCapTileMatrixIsTheKvpReport) {
     EXPECT_EQ(decided(kKvp, c).status, 400);
 }
 
+TEST(WmtsRest, ExceptionStatusStillRulesWfsAndWcs) {
+    Config c;  // exception_status 200
+    const Response wfs = decided("/?SERVICE=WFS&REQUEST=GetFeature&VERSION=2.0.0&COUNT=x", c);
+    EXPECT_EQ(wfs.status, 200);
+    EXPECT_EQ(wfs.content_type, "application/xml");
+    const Response wcs = decided("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=2.0.1&WIDTH=99999&HEIGHT=99999", c);
+    EXPECT_EQ(wcs.status, 200);
+    EXPECT_EQ(wcs.content_type, "application/xml");
+    EXPECT_EQ(decided(kKvp, c).status, 400);
+}
+
 TEST(WmtsRest, UnreadableTileMatrixIsAnOwsReport) {
     Config c;
     const Response rest = decided("/wmts/pts/default/WebMercatorQuad/z/40/50.png", c);
-    EXPECT_EQ(rest.status, 200);
-    EXPECT_EQ(rest.content_type, "application/xml");
+    EXPECT_EQ(rest.status, 400);
+    EXPECT_EQ(rest.content_type, "text/xml");
     const Report r = read(rest.body);
     expect_wmts_report(r, "InvalidParameterValue");
     EXPECT_EQ(r.locator, "TileMatrix");
+    const Response missing = decided("/?SERVICE=WMTS&REQUEST=GetTile&TILEROW=1&TILECOL=1", c);
+    EXPECT_EQ(missing.status, 400);
+    expect_wmts_report(read(missing.body), "MissingParameterValue");
 }
 
 TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
@@ -104,14 +120,14 @@ TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
     const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
     const Response rl = decided(ok, c, refused), rl_kvp = decided(ok_kvp, c, refused);
     EXPECT_EQ(rl.status, 429);
-    EXPECT_EQ(rl.content_type, "application/xml");
+    EXPECT_EQ(rl.content_type, "text/xml");
     expect_wmts_report(read(rl.body), "NoApplicableCode");
     EXPECT_EQ(rl.body, rl_kvp.body);
     EXPECT_EQ(header_value(rl.headers, "Retry-After").value_or(""), "3");
 
     const Response nf = decided(ok, c, SpendResult{SpendOutcome::NeverFits, 0, 1000, 0, 0});
-    EXPECT_EQ(nf.status, 200);
-    EXPECT_EQ(nf.content_type, "application/xml");
+    EXPECT_EQ(nf.status, 400);
+    EXPECT_EQ(nf.content_type, "text/xml");
     expect_wmts_report(read(nf.body), "InvalidParameterValue");
 }
 
@@ -122,10 +138,20 @@ TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
                                 std::pair{ErrorKind::UpstreamTimeout, 504}}) {
         const Rendered r = upstream_failure(ok, kind, c);
         EXPECT_EQ(r.status, status);
-        EXPECT_EQ(r.content_type, "application/xml");
+        EXPECT_EQ(r.content_type, "text/xml");
         expect_wmts_report(read(r.body), "NoApplicableCode");
         EXPECT_EQ(r.body, upstream_failure("/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=7", kind, c).body);
     }
+}
+
+TEST(OwsText, QuotesStayReadable) {
+    // GDAL prints a non-200 report raw: "service's", not "service&apos;s".
+    const Rendered r = render_error(Service::Wmts, Dialect::Ows11,
+                                    {ErrorKind::OverCap, "InvalidParameterValue", "a\"b", "it's \"big\" & <odd>"}, 200);
+    EXPECT_NE(r.body.find("<ows:ExceptionText>it's \"big\" &amp; &lt;odd&gt;</ows:ExceptionText>"), std::string::npos)
+        << r.body;
+    EXPECT_NE(r.body.find("locator=\"a&quot;b\""), std::string::npos) << r.body;
+    EXPECT_EQ(read(r.body).text, "it's \"big\" & <odd>");
 }
 
 TEST(XyzTiles, StayPlainText) {
