@@ -131,6 +131,16 @@ TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
     expect_wmts_report(read(nf.body), "InvalidParameterValue");
 }
 
+TEST(WmtsRest, FeatureInfoOverTheLevelsIsRefusedAtItsTileMatrix) {
+    Config c;
+    const Response r = decided("/wmts/pts/default/WebMercatorQuad/30/40/50/3/4.xml", c);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.content_type, "text/xml");
+    const Report rep = read(r.body);
+    expect_wmts_report(rep, "InvalidParameterValue");
+    EXPECT_NE(rep.text.find("Tile zoom level 30"), std::string::npos);
+}
+
 TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
     Config c;
     const std::string ok = "/wmts/pts/default/WebMercatorQuad/7/40/50.png";
