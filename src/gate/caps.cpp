@@ -131,7 +131,7 @@ void check_api_limit(const OgcRequest& r, const HttpIn& in, const Caps& caps, Ca
 
 void check_zoom(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
     if (!r.zoom || (*r.zoom >= 0 && *r.zoom <= caps.max_zoom)) return;
-    const char* locator = r.service == Service::Wmts ? "TILEMATRIX" : "z";
+    const char* locator = r.service == Service::Wmts ? "TILEMATRIX" : r.dialect == Dialect::OgcApi ? "tileMatrix" : "z";
     out.error = over(locator, "Tile zoom level " + std::to_string(*r.zoom) + " is outside this service's levels 0 to " +
                                   std::to_string(caps.max_zoom) + ". Request a zoom level in that range.");
 }

@@ -208,6 +208,26 @@ bool wmts_feature_info(const std::vector<std::string_view>& segs, std::string_vi
     return !(f && tile_format(f->value));
 }
 
+// OGC API - Tiles: .../tiles/{tileMatrixSetId}/{tileMatrix}/{tileRow}/{tileCol}
+// under collections/{id}/ or a map (map/tiles, styles/{id}/map/tiles), or a
+// dataset's /tiles/ with a TileMatrixSet from the OGC registry. XYZ servers put a
+// layer name there (/tiles/roads/5/10/12.png): without that context or a
+// registered id the path stays XYZ.
+bool registered_tms(std::string_view id) {
+    for (std::string_view t : {"WebMercatorQuad", "WorldCRS84Quad", "WorldMercatorWGS84Quad", "GNOSISGlobalGrid",
+                               "EuropeanETRS89_LAEAQuad", "CanadianNAD83_LCC", "UPSArcticWGS84Quad",
+                               "UPSAntarcticWGS84Quad", "CDB1GlobalGrid"})
+        if (id == t) return true;
+    // UTM31WGS84Quad and its siblings for the other zones
+    return id.size() == 14 && id.substr(0, 3) == "UTM" && parse_int(id.substr(3, 2)) && id.substr(5) == "WGS84Quad";
+}
+
+bool ogcapi_tiles(const std::vector<std::string_view>& segs) {
+    const std::size_t n = segs.size();
+    if (n < 5 || segs[n - 5] != "tiles") return false;
+    return (n >= 6 && segs[n - 6] == "map") || (n >= 7 && segs[n - 7] == "collections") || registered_tms(segs[n - 4]);
+}
+
 void parse_path(OgcRequest& r) {
     std::vector<std::string_view> segs;
     for (auto s : split(r.path, '/'))
@@ -235,6 +255,13 @@ void parse_path(OgcRequest& r) {
         r.service = Service::Features;
         r.dialect = Dialect::OgcApi;
         r.op = Op::Search;
+        return;
+    }
+    // WMTS REST capabilities ({WMTSBaseURL}/1.0.0/WMTSCapabilities.xml; GeoWebCache
+    // leaves out the version): refused like a KVP GetCapabilities.
+    if (n >= 1 && iequals(segs[n - 1], "WMTSCapabilities.xml")) {
+        r.service = Service::Wmts;
+        r.dialect = dialect_for(r.service, {});
         return;
     }
     // XYZ (/tiles/z/x/y), WMTS REST (.../TileMatrix/TileRow/TileCol.png) and
@@ -265,10 +292,11 @@ void parse_path(OgcRequest& r) {
         r.service = Service::Tiles;
         r.op = Op::GetTile;
     }
-    // XYZ has no OGC error format.
-    r.dialect = dialect_for(r.service, {});
+    // XYZ has no OGC error format; OGC API Tiles answers like the rest of OGC API.
+    const bool api = r.service == Service::Tiles && ogcapi_tiles(segs);
+    r.dialect = api ? Dialect::OgcApi : dialect_for(r.service, {});
     r.zoom = trailing_int(segs[matrix]);
-    if (!r.zoom) fail(r, "the tile matrix (zoom) must end in a number", "TileMatrix");
+    if (!r.zoom) fail(r, "the tile matrix (zoom) must end in a number", api ? "tileMatrix" : "TileMatrix");
 }
 
 }  // namespace

@@ -170,6 +170,47 @@ TEST(Paths, WmtsIsAPathSegmentInAnyCase) {
     EXPECT_EQ(get("/data/wmts.old/tiles/5/10/12.png").service, Service::Tiles);
 }
 
+TEST(Paths, WmtsRestCapabilities) {
+    for (const char* p : {"/wmts/1.0.0/WMTSCapabilities.xml", "/gwc/rest/wmts/WMTSCapabilities.xml",
+                          "/service/1.0.0/wmtscapabilities.xml"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Wmts) << p;
+        EXPECT_EQ(r.dialect, Dialect::Ows11) << p;
+        EXPECT_EQ(r.op, Op::Other) << p;
+        EXPECT_TRUE(r.problem.empty()) << p;
+    }
+}
+
+TEST(Paths, OgcApiTilesAreOgcApi) {
+    for (const char* p : {"/ogc/collections/roads/tiles/WebMercatorQuad/5/10/12",
+                          "/collections/roads/tiles/MyGrid/5/10/12.mvt", "/collections/roads/map/tiles/MyGrid/5/10/12.png",
+                          "/api/map/tiles/custom/5/10/12.png", "/api/styles/night/map/tiles/custom/5/10/12",
+                          "/tiles/WebMercatorQuad/5/10/12", "/ogcapi/tiles/WorldCRS84Quad/5/10/12?f=mvt",
+                          "/tiles/UTM31WGS84Quad/5/10/12"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Tiles) << p;
+        EXPECT_EQ(r.op, Op::GetTile) << p;
+        EXPECT_EQ(r.dialect, Dialect::OgcApi) << p;
+        EXPECT_EQ(*r.zoom, 5) << p;
+    }
+    auto unnumbered = get("/collections/roads/tiles/MyGrid/top/10/12");
+    EXPECT_EQ(unnumbered.dialect, Dialect::OgcApi);
+    EXPECT_EQ(unnumbered.problem_locator, "tileMatrix");
+}
+
+TEST(Paths, XyzStaysPlain) {
+    // A layer name where OGC API has its TileMatrixSet: XYZ, not OGC API.
+    for (const char* p : {"/tiles/5/10/12.png", "/tiles/roads/5/10/12.png", "/tms/1.0.0/roads/5/10/12.png",
+                          "/roads/tiles/5/10/12.pbf", "/tiles/UTMxxWGS84Quad/5/10/12.png"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Tiles) << p;
+        EXPECT_EQ(r.dialect, Dialect::Plain) << p;
+        EXPECT_EQ(*r.zoom, 5) << p;
+    }
+    // A WMTS path keeps WMTS whatever follows.
+    EXPECT_EQ(get("/wmts/tiles/WebMercatorQuad/5/10/12.png").dialect, Dialect::Ows11);
+}
+
 TEST(Paths, OgcApiItems) {
     auto r = get("/ogc/collections/roads/items?limit=50&bbox=1,2,3,4");
     EXPECT_EQ(r.service, Service::Features);

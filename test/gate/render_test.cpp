@@ -2,6 +2,7 @@
 // namespace, version and which attributes the exception carries.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
 #include "gate/decision.hpp"
@@ -131,6 +132,17 @@ TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
     expect_wmts_report(read(nf.body), "InvalidParameterValue");
 }
 
+TEST(WmtsRest, RateLimitedCapabilitiesAreOwsReports) {
+    Config c;
+    const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
+    for (const char* caps : {"/wmts/1.0.0/WMTSCapabilities.xml", "/?SERVICE=WMTS&REQUEST=GetCapabilities"}) {
+        const Response rl = decided(caps, c, refused);
+        EXPECT_EQ(rl.status, 429) << caps;
+        EXPECT_EQ(rl.content_type, "text/xml") << caps;
+        expect_wmts_report(read(rl.body), "NoApplicableCode");
+    }
+}
+
 TEST(WmtsRest, FeatureInfoOverTheLevelsIsRefusedAtItsTileMatrix) {
     Config c;
     const Response r = decided("/wmts/pts/default/WebMercatorQuad/30/40/50/3/4.xml", c);
@@ -152,6 +164,23 @@ TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
         expect_wmts_report(read(r.body), "NoApplicableCode");
         EXPECT_EQ(r.body, upstream_failure("/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=7", kind, c).body);
     }
+}
+
+TEST(OgcApiTiles, RefusalsAreProblemJson) {
+    Config c;
+    const Response cap = decided("/collections/roads/tiles/WebMercatorQuad/30/1/1", c);
+    EXPECT_EQ(cap.status, 400);
+    EXPECT_EQ(cap.content_type, "application/problem+json");
+    const auto j = nlohmann::json::parse(cap.body);
+    EXPECT_EQ(j["status"], 400);
+    EXPECT_EQ(j["parameter"], "tileMatrix");
+    EXPECT_NE(j["detail"].get<std::string>().find("Tile zoom level 30"), std::string::npos);
+    c.exception_status = 400;
+    EXPECT_EQ(decided("/tiles/WebMercatorQuad/30/1/1", c).content_type, "application/problem+json");
+    const Response rl = decided("/map/tiles/WebMercatorQuad/3/1/1.png", c, SpendResult{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0});
+    EXPECT_EQ(rl.status, 429);
+    EXPECT_EQ(rl.content_type, "application/problem+json");
+    EXPECT_EQ(nlohmann::json::parse(rl.body)["status"], 429);
 }
 
 TEST(OwsText, QuotesStayReadable) {

@@ -51,3 +51,13 @@ TEST(WmtsFeatureInfo, BeyondTheLevelsIsACap) {
     ASSERT_TRUE(kvp.out.error);
     EXPECT_EQ(kvp.out.error->locator, "TILEMATRIX");
 }
+
+TEST(OgcApiTiles, PricedAndCappedAsTiles) {
+    const Judged api = judge("/collections/roads/tiles/WebMercatorQuad/7/40/50");
+    EXPECT_FALSE(api.out.error);
+    EXPECT_EQ(api.price.cost_class, "tile");
+    EXPECT_EQ(api.price.cost, judge("/tiles/7/50/40.png").price.cost);
+    const Judged deep = judge("/collections/roads/tiles/WebMercatorQuad/30/40/50");
+    ASSERT_TRUE(deep.out.error);
+    EXPECT_EQ(deep.out.error->locator, "tileMatrix");
+}
