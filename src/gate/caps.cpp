@@ -129,6 +129,13 @@ void check_api_limit(const OgcRequest& r, const HttpIn& in, const Caps& caps, Ca
     }
 }
 
+void check_zoom(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
+    if (!r.zoom || (*r.zoom >= 0 && *r.zoom <= caps.max_zoom)) return;
+    const char* locator = r.service == Service::Wmts ? "TILEMATRIX" : r.dialect == Dialect::OgcApi ? "tileMatrix" : "z";
+    out.error = over(locator, "Tile zoom level " + std::to_string(*r.zoom) + " is outside this service's levels 0 to " +
+                                  std::to_string(caps.max_zoom) + ". Request a zoom level in that range.");
+}
+
 }  // namespace
 
 CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
@@ -138,8 +145,12 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
         return out;
     }
     switch (r.op) {
-        case Op::GetMap:
         case Op::GetFeatureInfo:
+            // WMTS feature info is a point in a tile: it has a level, no size.
+            if (r.service == Service::Wmts) check_zoom(r, caps, out);
+            else check_size(r, caps, out);
+            break;
+        case Op::GetMap:
             check_size(r, caps, out);
             break;
         case Op::GetCoverage:
@@ -153,10 +164,7 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
             check_api_limit(r, in, caps, out);
             break;
         case Op::GetTile:
-            if (r.zoom && (*r.zoom < 0 || *r.zoom > caps.max_zoom))
-                out.error = over(r.service == Service::Wmts ? "TILEMATRIX" : "z",
-                                 "Tile zoom level " + std::to_string(*r.zoom) + " is outside this service's levels 0 to " +
-                                     std::to_string(caps.max_zoom) + ". Request a zoom level in that range.");
+            check_zoom(r, caps, out);
             break;
         default:
             break;

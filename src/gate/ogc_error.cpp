@@ -15,6 +15,17 @@ std::string attr(const char* name, const std::string& value) {
     return std::string(" ") + name + "=\"" + xml_escape(value) + "\"";
 }
 
+// Element text needs no quote escaped; left as they are they stay readable
+// where a client prints the raw report (GDAL, for a non-200 answer).
+std::string xml_text(std::string_view s) {
+    std::string r;
+    for (char c : s) {
+        if (c == '\'' || c == '"') r += c;
+        else r += xml_escape(std::string_view(&c, 1));
+    }
+    return r;
+}
+
 std::string service_exception_report(const char* version, bool namespaced, const std::string& code,
                                      const std::string& locator, const std::string& text) {
     std::string b = kXmlDecl;
@@ -22,7 +33,7 @@ std::string service_exception_report(const char* version, bool namespaced, const
     b += version;
     b += "\"";
     if (namespaced) b += " xmlns=\"http://www.opengis.net/ogc\"";
-    b += ">\n  <ServiceException" + attr("code", code) + attr("locator", locator) + ">" + xml_escape(text) +
+    b += ">\n  <ServiceException" + attr("code", code) + attr("locator", locator) + ">" + xml_text(text) +
          "</ServiceException>\n</ServiceExceptionReport>\n";
     return b;
 }
@@ -56,7 +67,7 @@ std::string ows_exception_report(const char* ns, const char* version, const OgcE
     b += "\" version=\"";
     b += version;
     b += "\" xml:lang=\"en\">\n  <ows:Exception" + attr("exceptionCode", e.code.empty() ? "NoApplicableCode" : e.code) +
-         attr("locator", e.locator) + ">\n    <ows:ExceptionText>" + xml_escape(e.text) +
+         attr("locator", e.locator) + ">\n    <ows:ExceptionText>" + xml_text(e.text) +
          "</ows:ExceptionText>\n  </ows:Exception>\n</ows:ExceptionReport>\n";
     return b;
 }
@@ -105,6 +116,16 @@ Rendered render_error(Service service, Dialect dialect, const OgcError& e, int s
             return {status_for(e.kind, true, size_status), "text/xml",
                     ows_exception_report("http://www.opengis.net/ows", "1.0.0", e)};
         case Dialect::Ows11:
+            if (service == Service::Wmts) {
+                // WMTS clients read non-200 bodies, so WMTS gets the statuses
+                // 07-057r7 gives its codes (Tables 21, 24, 27: the gate's
+                // InvalidParameterValue and MissingParameterValue are 400),
+                // whatever exception_status says. text/xml because GDAL shows
+                // the body of a non-200 answer only for a text/* type;
+                // MapProxy and GeoWebCache send WMTS reports as text/xml too.
+                return {status_for(e.kind, false, size_status), "text/xml",
+                        ows_exception_report("http://www.opengis.net/ows/1.1", "1.0.0", e)};
+            }
             return {status_for(e.kind, true, size_status), "application/xml",
                     ows_exception_report("http://www.opengis.net/ows/1.1", service == Service::Wfs ? "2.0.0" : "1.0.0", e)};
         case Dialect::OgcApi: {

@@ -31,7 +31,8 @@ struct Rendered {
 };
 
 // `size_status` is the configured status for BadRequest/OverCap/NeverFits in
-// OGC XML (200 or 400).
+// WMS/WFS/WCS XML (200 or 400); WMTS, whose clients read 4xx bodies, always
+// gets 400.
 Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status);
 
 }  // namespace ot::gate

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Each cap as the users of real clients see it: gdal_translate (WMS, WMTS
-# REST), ogrinfo (WFS) and OWSLib (/usr/bin/python3; WMS 1.1.1/1.3.0, WFS
-# 1.0/1.1/2.0, WMTS REST) against MapServer behind the gate. The reason must
-# reach the user, not just "HTTP error 4xx".
+# REST and KVP), ogrinfo (WFS) and OWSLib (/usr/bin/python3; WMS 1.1.1/1.3.0,
+# WFS 1.0/1.1/2.0, WMTS REST and KVP) against MapServer behind the gate. The
+# reason must reach the user, not just "HTTP error 4xx".
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
@@ -55,27 +55,48 @@ check "(why 200) with HTTP 400, gdal_translate reports a failed download, not th
 check "gdal_translate WMS 1.1.1/1.3.0: no exception code outside the WMS lists" \
   bash -c "! grep -q 'exception code' gdal-1.1.1.out gdal-1.3.0.out"
 
-# --- GDAL, WMTS REST -------------------------------------------------------------
+# --- GDAL, WMTS (REST and KVP) ----------------------------------------------------
 # A tile matrix named 30, deeper than max_zoom (24): refused before MapServer
-# (which serves no WMTS). wmts_caps PORT -> capabilities with only a REST ResourceURL.
+# (which serves no WMTS). wmts_caps PORT rest|kvp -> capabilities with only a
+# REST ResourceURL, or only a KVP GetTile endpoint.
 wmts_caps() {
+  local rest='' ops=''
+  if [ "$2" = rest ]; then
+    rest="<ResourceURL format=\"image/png\" resourceType=\"tile\" template=\"http://127.0.0.1:$1/wmts/pts/{Style}/{TileMatrixSet}/{TileMatrix}/{TileRow}/{TileCol}.png\"/>"
+  else
+    local op
+    for op in GetCapabilities GetTile; do
+      ops+="<ows:Operation name=\"$op\"><ows:DCP><ows:HTTP><ows:Get xlink:href=\"http://127.0.0.1:$1/?\"><ows:Constraint name=\"GetEncoding\">"
+      ops+="<ows:AllowedValues><ows:Value>KVP</ows:Value></ows:AllowedValues></ows:Constraint></ows:Get></ows:HTTP></ows:DCP></ows:Operation>"
+    done
+    ops="<ows:OperationsMetadata>$ops</ows:OperationsMetadata>"
+  fi
   cat <<XML
-<Capabilities xmlns="http://www.opengis.net/wmts/1.0" xmlns:ows="http://www.opengis.net/ows/1.1" version="1.0.0"><Contents>
+<Capabilities xmlns="http://www.opengis.net/wmts/1.0" xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink" version="1.0.0">$ops<Contents>
 <Layer><ows:Identifier>pts</ows:Identifier><Style isDefault="true"><ows:Identifier>default</ows:Identifier></Style>
-<Format>image/png</Format><TileMatrixSetLink><TileMatrixSet>deep</TileMatrixSet></TileMatrixSetLink>
-<ResourceURL format="image/png" resourceType="tile" template="http://127.0.0.1:$1/wmts/pts/{Style}/{TileMatrixSet}/{TileMatrix}/{TileRow}/{TileCol}.png"/></Layer>
+<Format>image/png</Format><TileMatrixSetLink><TileMatrixSet>deep</TileMatrixSet></TileMatrixSetLink>$rest</Layer>
 <TileMatrixSet><ows:Identifier>deep</ows:Identifier><ows:SupportedCRS>urn:ogc:def:crs:EPSG::3857</ows:SupportedCRS>
 <TileMatrix><ows:Identifier>30</ows:Identifier><ScaleDenominator>559082264.0287178</ScaleDenominator>
 <TopLeftCorner>-20037508.3427892 20037508.3427892</TopLeftCorner><TileWidth>256</TileWidth><TileHeight>256</TileHeight>
 <MatrixWidth>1</MatrixWidth><MatrixHeight>1</MatrixHeight></TileMatrix></TileMatrixSet></Contents></Capabilities>
 XML
 }
-wmts_caps "$GATE" >"wmts-$GATE.xml"; wmts_caps "$GATE400" >"wmts-$GATE400.xml"
-gdal_translate -q -of PNG "WMTS:wmts-$GATE.xml,layer=pts" wmts.png >gdal-wmts.out 2>&1
-# Seen with GDAL 3.6: its WMS/WMTS reader parses only <ServiceExceptionReport>,
-# so the OWS 1.1 report WMTS requires reaches the user as "unknown exception".
-check "(known) gdal_translate WMTS REST: the refusal is seen, its reason is not (GDAL parses no OWS report)" \
-  grep -q 'The server returned unknown exception' gdal-wmts.out
+ZOOM_REASON='Tile zoom level 30 is outside this service.s levels 0 to 24'
+for port in "$GATE" "$GATE400"; do for m in rest kvp; do wmts_caps "$port" "$m" >"wmts-$m-$port.xml"; done; done
+for m in rest kvp; do
+  # GDAL keeps a tile cache in ./gdalwmscache: a fresh one per run.
+  (mkdir "gdal-$m" && cd "gdal-$m" && gdal_translate -q -of PNG "WMTS:../wmts-$m-$GATE.xml,layer=pts" wmts.png) >"gdal-wmts-$m.out" 2>&1
+  # Seen with GDAL 3.6: on a non-200 answer it prints the body when the
+  # Content-Type has "text" in it (the report itself, raw); application/xml
+  # gave "error: (null)", and on 200 it parses only <ServiceExceptionReport>.
+  check "gdal_translate WMTS $m: the refusal's reason is shown (HTTP 400, text/xml report)" \
+    bash -c "grep -q 'HTTP status code: 400, error: <?xml' gdal-wmts-$m.out && grep -q '$ZOOM_REASON' gdal-wmts-$m.out"
+done
+wmts_head() { curl -s -o /dev/null -w '%{http_code} %{content_type}' "http://127.0.0.1:$GATE$1"; }
+check_eq "WMTS REST cap refusal: 400 text/xml although exception_status is 200" "400 text/xml" \
+  "$(wmts_head /wmts/pts/default/deep/30/0/0.png)"
+check_eq "WMTS KVP cap refusal: 400 text/xml although exception_status is 200" "400 text/xml" \
+  "$(wmts_head '/?SERVICE=WMTS&REQUEST=GetTile&VERSION=1.0.0&LAYER=pts&STYLE=default&TILEMATRIXSET=deep&TILEMATRIX=30&TILEROW=0&TILECOL=0&FORMAT=image/png')"
 
 # --- GDAL, WFS ---------------------------------------------------------------
 OGR_WFS_PAGE_SIZE=500 ogrinfo -ro -al -q "WFS:http://127.0.0.1:$GATE/?SERVICE=WFS&VERSION=2.0.0" pts >ogr-big.out 2>&1
@@ -127,10 +148,12 @@ for v in ('1.0.0', '1.1.0', '2.0.0'):
         assert b.count(b'<ms:pts') == 7, b[:300]
     run('wfs-%s-small' % v, small)
 from owslib.wmts import WebMapTileService
-caps = open('wmts-%s.xml' % sys.argv[1], 'rb').read()
-t = WebMapTileService(u, xml=caps)
-run('wmts-rest-big', lambda: t.gettile(layer='pts', tilematrixset='deep', tilematrix='30', row=0, column=0,
-                                       format='image/png').read())
+def wmts(m):
+    t = WebMapTileService(u, xml=open('wmts-%s-%s.xml' % (m, sys.argv[1]), 'rb').read())
+    assert t.restonly == (m == 'rest'), 'restonly is %s' % t.restonly
+    t.gettile(layer='pts', tilematrixset='deep', tilematrix='30', row=0, column=0, format='image/png').read()
+for m in ('rest', 'kvp'):
+    run('wmts-%s-big' % m, lambda: wmts(m))
 from owslib.ogcapi.features import Features
 def api():
     n = len(Features(u + 'demo/ogcapi').collection_items('pts', limit=5000)['features'])
@@ -149,10 +172,14 @@ for v in 1.0.0 1.1.0 2.0.0; do
   check "OWSLib WFS $v: 7 features pass" grep -q "^wfs-$v-small ok" owslib.out
 done
 check "OWSLib OGC API Features: limit=5000 is clamped to 100, not an error" grep -q '^oapif-limit ok' owslib.out
-check "OWSLib WMTS REST: over-cap TileMatrix raises ServiceException with the reason" \
-  grep -q "^wmts-rest-big ServiceException: Tile zoom level 30 is outside" owslib.out
+for m in rest kvp; do
+  # On 400 OWSLib raises with the raw body: the report, reason inside.
+  check "OWSLib WMTS $m: over-cap TileMatrix raises ServiceException with the reason" \
+    grep -q "^wmts-$m-big ServiceException: .*$ZOOM_REASON" owslib.out
+done
 owslib "$GATE400" >owslib-400.out 2>&1
 check "(400 also works for OWSLib) WMS 1.3.0 reason in the ServiceException" grep -q "^wms-1.3.0-big ServiceException: .*$PIXELS_REASON" owslib-400.out
-check "(400 also works for OWSLib) WMTS REST reason in the ServiceException" grep -q "^wmts-rest-big ServiceException: .*Tile zoom level 30 is outside" owslib-400.out
-[ "$TAP_FAILED" = 0 ] || { echo "--- owslib.out"; cat owslib.out; echo "--- gdal"; head -3 gdal-*.out ogr-*.out; }
+check "(exception_status 400 changes nothing for WMTS) OWSLib WMTS REST reason in the ServiceException" \
+  grep -q "^wmts-rest-big ServiceException: .*$ZOOM_REASON" owslib-400.out
+[ "$TAP_FAILED" = 0 ] || { echo "--- owslib.out"; cat owslib.out; echo "--- gdal"; head -8 gdal-*.out ogr-*.out; }
 tap_exit

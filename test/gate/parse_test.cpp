@@ -109,6 +109,108 @@ TEST(Paths, XyzAndWmtsRestTiles) {
     EXPECT_EQ(get("/static/5/10/12.png").op, Op::Other);
 }
 
+TEST(Kvp, WmtsGetFeatureInfoHasALevelNotASize) {
+    auto r = get("/?SERVICE=WMTS&REQUEST=GetFeatureInfo&VERSION=1.0.0&LAYER=pts&TILEMATRIX=EPSG:3857:9&TILEROW=1&TILECOL=2"
+                 "&I=3&J=4&INFOFORMAT=text/html");
+    EXPECT_TRUE(r.problem.empty()) << r.problem;
+    EXPECT_EQ(r.service, Service::Wmts);
+    EXPECT_EQ(r.op, Op::GetFeatureInfo);
+    EXPECT_EQ(r.dialect, Dialect::Ows11);
+    EXPECT_EQ(*r.zoom, 9);
+    EXPECT_FALSE(r.width);
+    auto missing = get("/?SERVICE=WMTS&REQUEST=GetFeatureInfo&TILEROW=1&TILECOL=2&I=3&J=4");
+    EXPECT_EQ(missing.problem_code, "MissingParameterValue");
+    EXPECT_EQ(missing.problem_locator, "TILEMATRIX");
+}
+
+TEST(Paths, WmtsRestFeatureInfo) {
+    // .../{TileMatrix}/{TileRow}/{TileCol}/{J}/{I}.{ext}: the level is fifth from the end.
+    auto r = get("/wmts/pts/default/WebMercatorQuad/7/40/50/3/4.xml");
+    EXPECT_TRUE(r.problem.empty()) << r.problem;
+    EXPECT_EQ(r.service, Service::Wmts);
+    EXPECT_EQ(r.op, Op::GetFeatureInfo);
+    EXPECT_EQ(r.dialect, Dialect::Ows11);
+    EXPECT_EQ(*r.zoom, 7);
+    EXPECT_EQ(*get("/wmts/pts/default/EPSG:3857/EPSG:3857:12/40/500/255/0.html").zoom, 12);
+    // GeoWebCache puts the format in the query.
+    auto gwc = get("/gwc/rest/wmts/pts/default/EPSG:900913/EPSG:900913:5/1/2/3/4?format=text/plain");
+    EXPECT_EQ(gwc.op, Op::GetFeatureInfo);
+    EXPECT_EQ(*gwc.zoom, 5);
+    EXPECT_EQ(get("/wmts/pts/default/WebMercatorQuad/7/40/50/3/4").op, Op::GetFeatureInfo);
+}
+
+TEST(Paths, WmtsRestTileWithNumberedStyleIsNotFeatureInfo) {
+    // Same shape as feature info; a tile format says it is a tile.
+    auto png = get("/wmts/pts/style1/3857/7/40/50.png");
+    EXPECT_EQ(png.op, Op::GetTile);
+    EXPECT_EQ(*png.zoom, 7);
+    auto q = get("/gwc/rest/wmts/pts/style1/3857/7/40/50?format=image/png");
+    EXPECT_EQ(q.op, Op::GetTile);
+    EXPECT_EQ(*q.zoom, 7);
+    EXPECT_EQ(get("/wmts/pts/style1/3857/7/40/50.pbf").op, Op::GetTile);
+    EXPECT_EQ(get("/wmts/pts/style1/3857/7/40/50?format=application/vnd.mapbox-vector-tile").op, Op::GetTile);
+    // A plain REST tile with TileCol above any zoom is still a tile at its own level.
+    auto deep = get("/wmts/pts/default/WebMercatorQuad/7/40/5000.png");
+    EXPECT_EQ(deep.op, Op::GetTile);
+    EXPECT_EQ(*deep.zoom, 7);
+}
+
+TEST(Paths, WmtsIsAPathSegmentInAnyCase) {
+    for (const char* p : {"/Wmts/pts/default/WebMercatorQuad/7/40/50.png", "/WMTS/pts/default/g/7/40/50.png",
+                          "/geoserver/gwc/service/wmts/rest/pts/default/g/7/40/50.png"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Wmts) << p;
+        EXPECT_EQ(r.dialect, Dialect::Ows11) << p;
+    }
+    // Substrings are not the segment.
+    auto x = get("/wmts_x/tiles/5/10/12.png");
+    EXPECT_EQ(x.service, Service::Tiles);
+    EXPECT_EQ(x.dialect, Dialect::Plain);
+    EXPECT_EQ(get("/mywmts/5/10/12.png").op, Op::Other);
+    EXPECT_EQ(get("/data/wmts.old/tiles/5/10/12.png").service, Service::Tiles);
+}
+
+TEST(Paths, WmtsRestCapabilities) {
+    for (const char* p : {"/wmts/1.0.0/WMTSCapabilities.xml", "/gwc/rest/wmts/WMTSCapabilities.xml",
+                          "/service/1.0.0/wmtscapabilities.xml"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Wmts) << p;
+        EXPECT_EQ(r.dialect, Dialect::Ows11) << p;
+        EXPECT_EQ(r.op, Op::Other) << p;
+        EXPECT_TRUE(r.problem.empty()) << p;
+    }
+}
+
+TEST(Paths, OgcApiTilesAreOgcApi) {
+    for (const char* p : {"/ogc/collections/roads/tiles/WebMercatorQuad/5/10/12",
+                          "/collections/roads/tiles/MyGrid/5/10/12.mvt", "/collections/roads/map/tiles/MyGrid/5/10/12.png",
+                          "/api/map/tiles/custom/5/10/12.png", "/api/styles/night/map/tiles/custom/5/10/12",
+                          "/tiles/WebMercatorQuad/5/10/12", "/ogcapi/tiles/WorldCRS84Quad/5/10/12?f=mvt",
+                          "/tiles/UTM31WGS84Quad/5/10/12"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Tiles) << p;
+        EXPECT_EQ(r.op, Op::GetTile) << p;
+        EXPECT_EQ(r.dialect, Dialect::OgcApi) << p;
+        EXPECT_EQ(*r.zoom, 5) << p;
+    }
+    auto unnumbered = get("/collections/roads/tiles/MyGrid/top/10/12");
+    EXPECT_EQ(unnumbered.dialect, Dialect::OgcApi);
+    EXPECT_EQ(unnumbered.problem_locator, "tileMatrix");
+}
+
+TEST(Paths, XyzStaysPlain) {
+    // A layer name where OGC API has its TileMatrixSet: XYZ, not OGC API.
+    for (const char* p : {"/tiles/5/10/12.png", "/tiles/roads/5/10/12.png", "/tms/1.0.0/roads/5/10/12.png",
+                          "/roads/tiles/5/10/12.pbf", "/tiles/UTMxxWGS84Quad/5/10/12.png"}) {
+        auto r = get(p);
+        EXPECT_EQ(r.service, Service::Tiles) << p;
+        EXPECT_EQ(r.dialect, Dialect::Plain) << p;
+        EXPECT_EQ(*r.zoom, 5) << p;
+    }
+    // A WMTS path keeps WMTS whatever follows.
+    EXPECT_EQ(get("/wmts/tiles/WebMercatorQuad/5/10/12.png").dialect, Dialect::Ows11);
+}
+
 TEST(Paths, OgcApiItems) {
     auto r = get("/ogc/collections/roads/items?limit=50&bbox=1,2,3,4");
     EXPECT_EQ(r.service, Service::Features);

@@ -2,6 +2,7 @@
 // namespace, version and which attributes the exception carries.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
 #include "gate/decision.hpp"
@@ -69,11 +70,13 @@ void expect_wmts_report(const Report& r, const std::string& code) {
 
 }  // namespace
 
+// WMTS clients (GDAL, OWSLib) read non-200 bodies: 07-057r7's statuses,
+// whatever exception_status says, and text/xml, the only XML type GDAL prints.
 TEST(WmtsRest, OverCapTileMatrixIsTheKvpReport) {
     Config c;
     const Response rest = decided(kRest, c), kvp = decided(kKvp, c);
-    EXPECT_EQ(rest.status, 200);
-    EXPECT_EQ(rest.content_type, "application/xml");
+    EXPECT_EQ(rest.status, 400);
+    EXPECT_EQ(rest.content_type, "text/xml");
     const Report r = read(rest.body);
     expect_wmts_report(r, "InvalidParameterValue");
     EXPECT_EQ(r.locator, "TILEMATRIX");
@@ -87,14 +90,28 @@ TEST(WmtsRest, OverCapTileMatrixIsTheKvpReport) {
     EXPECT_EQ(decided(kKvp, c).status, 400);
 }
 
+TEST(WmtsRest, ExceptionStatusStillRulesWfsAndWcs) {
+    Config c;  // exception_status 200
+    const Response wfs = decided("/?SERVICE=WFS&REQUEST=GetFeature&VERSION=2.0.0&COUNT=x", c);
+    EXPECT_EQ(wfs.status, 200);
+    EXPECT_EQ(wfs.content_type, "application/xml");
+    const Response wcs = decided("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=2.0.1&WIDTH=99999&HEIGHT=99999", c);
+    EXPECT_EQ(wcs.status, 200);
+    EXPECT_EQ(wcs.content_type, "application/xml");
+    EXPECT_EQ(decided(kKvp, c).status, 400);
+}
+
 TEST(WmtsRest, UnreadableTileMatrixIsAnOwsReport) {
     Config c;
     const Response rest = decided("/wmts/pts/default/WebMercatorQuad/z/40/50.png", c);
-    EXPECT_EQ(rest.status, 200);
-    EXPECT_EQ(rest.content_type, "application/xml");
+    EXPECT_EQ(rest.status, 400);
+    EXPECT_EQ(rest.content_type, "text/xml");
     const Report r = read(rest.body);
     expect_wmts_report(r, "InvalidParameterValue");
     EXPECT_EQ(r.locator, "TileMatrix");
+    const Response missing = decided("/?SERVICE=WMTS&REQUEST=GetTile&TILEROW=1&TILECOL=1", c);
+    EXPECT_EQ(missing.status, 400);
+    expect_wmts_report(read(missing.body), "MissingParameterValue");
 }
 
 TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
@@ -104,15 +121,36 @@ TEST(WmtsRest, BudgetRefusalsAreOwsReports) {
     const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
     const Response rl = decided(ok, c, refused), rl_kvp = decided(ok_kvp, c, refused);
     EXPECT_EQ(rl.status, 429);
-    EXPECT_EQ(rl.content_type, "application/xml");
+    EXPECT_EQ(rl.content_type, "text/xml");
     expect_wmts_report(read(rl.body), "NoApplicableCode");
     EXPECT_EQ(rl.body, rl_kvp.body);
     EXPECT_EQ(header_value(rl.headers, "Retry-After").value_or(""), "3");
 
     const Response nf = decided(ok, c, SpendResult{SpendOutcome::NeverFits, 0, 1000, 0, 0});
-    EXPECT_EQ(nf.status, 200);
-    EXPECT_EQ(nf.content_type, "application/xml");
+    EXPECT_EQ(nf.status, 400);
+    EXPECT_EQ(nf.content_type, "text/xml");
     expect_wmts_report(read(nf.body), "InvalidParameterValue");
+}
+
+TEST(WmtsRest, RateLimitedCapabilitiesAreOwsReports) {
+    Config c;
+    const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
+    for (const char* caps : {"/wmts/1.0.0/WMTSCapabilities.xml", "/?SERVICE=WMTS&REQUEST=GetCapabilities"}) {
+        const Response rl = decided(caps, c, refused);
+        EXPECT_EQ(rl.status, 429) << caps;
+        EXPECT_EQ(rl.content_type, "text/xml") << caps;
+        expect_wmts_report(read(rl.body), "NoApplicableCode");
+    }
+}
+
+TEST(WmtsRest, FeatureInfoOverTheLevelsIsRefusedAtItsTileMatrix) {
+    Config c;
+    const Response r = decided("/wmts/pts/default/WebMercatorQuad/30/40/50/3/4.xml", c);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.content_type, "text/xml");
+    const Report rep = read(r.body);
+    expect_wmts_report(rep, "InvalidParameterValue");
+    EXPECT_NE(rep.text.find("Tile zoom level 30"), std::string::npos);
 }
 
 TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
@@ -122,10 +160,37 @@ TEST(WmtsRest, UpstreamFailuresAreOwsReports) {
                                 std::pair{ErrorKind::UpstreamTimeout, 504}}) {
         const Rendered r = upstream_failure(ok, kind, c);
         EXPECT_EQ(r.status, status);
-        EXPECT_EQ(r.content_type, "application/xml");
+        EXPECT_EQ(r.content_type, "text/xml");
         expect_wmts_report(read(r.body), "NoApplicableCode");
         EXPECT_EQ(r.body, upstream_failure("/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=7", kind, c).body);
     }
+}
+
+TEST(OgcApiTiles, RefusalsAreProblemJson) {
+    Config c;
+    const Response cap = decided("/collections/roads/tiles/WebMercatorQuad/30/1/1", c);
+    EXPECT_EQ(cap.status, 400);
+    EXPECT_EQ(cap.content_type, "application/problem+json");
+    const auto j = nlohmann::json::parse(cap.body);
+    EXPECT_EQ(j["status"], 400);
+    EXPECT_EQ(j["parameter"], "tileMatrix");
+    EXPECT_NE(j["detail"].get<std::string>().find("Tile zoom level 30"), std::string::npos);
+    c.exception_status = 400;
+    EXPECT_EQ(decided("/tiles/WebMercatorQuad/30/1/1", c).content_type, "application/problem+json");
+    const Response rl = decided("/map/tiles/WebMercatorQuad/3/1/1.png", c, SpendResult{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0});
+    EXPECT_EQ(rl.status, 429);
+    EXPECT_EQ(rl.content_type, "application/problem+json");
+    EXPECT_EQ(nlohmann::json::parse(rl.body)["status"], 429);
+}
+
+TEST(OwsText, QuotesStayReadable) {
+    // GDAL prints a non-200 report raw: "service's", not "service&apos;s".
+    const Rendered r = render_error(Service::Wmts, Dialect::Ows11,
+                                    {ErrorKind::OverCap, "InvalidParameterValue", "a\"b", "it's \"big\" & <odd>"}, 200);
+    EXPECT_NE(r.body.find("<ows:ExceptionText>it's \"big\" &amp; &lt;odd&gt;</ows:ExceptionText>"), std::string::npos)
+        << r.body;
+    EXPECT_NE(r.body.find("locator=\"a&quot;b\""), std::string::npos) << r.body;
+    EXPECT_EQ(read(r.body).text, "it's \"big\" & <odd>");
 }
 
 TEST(XyzTiles, StayPlainText) {
