@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         ("burst", po::value<double>(), "default tier capacity, cost units (default 1000)")
         ("trusted-proxy", po::value<std::vector<std::string>>()->multitoken(), "proxy address or CIDR whose X-Forwarded-For is believed (repeatable)")
         ("shadow", "decide, log and count, but never refuse")
-        ("exception-status", po::value<int>(), "HTTP status of OGC XML cap refusals: 200 (default, GDAL shows the text) or 400")
+        ("exception-status", po::value<int>(), "HTTP status of WMS/WFS/WCS XML cap refusals: 200 (default, GDAL shows the text) or 400; WMTS always 400")
         ("threads", po::value<int>(), "I/O threads (default: one per core)")
         ("drain-timeout", po::value<double>()->default_value(10.0), "seconds to finish in-flight requests on SIGTERM")
         ("hash-key", po::value<std::string>(), "print the identity hash of a credential header value (for tiers[].keys) and exit");
