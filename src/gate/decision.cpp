@@ -53,11 +53,25 @@ HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s)
     const long long w = ceil_at_least(tier.budget.capacity / tier.budget.rate, 1);
     const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
     const long long t = ceil_at_least(reset_s, 0);
-    const std::string name = "\"" + tier.name + "\"";
+    const auto item = [&tier](char k1, long long v1, char k2, long long v2) {
+        std::string s;
+        s.reserve(tier.name.size() + 48);
+        s += '"';
+        s += tier.name;
+        s += "\";";
+        s += k1;
+        s += '=';
+        s += std::to_string(v1);
+        s += ';';
+        s += k2;
+        s += '=';
+        s += std::to_string(v2);
+        return s;
+    };
     HeaderList h;
     h.reserve(5);
-    h.emplace_back("RateLimit-Policy", name + ";q=" + std::to_string(q) + ";w=" + std::to_string(w));
-    h.emplace_back("RateLimit", name + ";r=" + std::to_string(r) + ";t=" + std::to_string(t));
+    h.emplace_back("RateLimit-Policy", item('q', q, 'w', w));
+    h.emplace_back("RateLimit", item('r', r, 't', t));
     h.emplace_back("X-RateLimit-Limit", std::to_string(q));
     h.emplace_back("X-RateLimit-Remaining", std::to_string(r));
     h.emplace_back("X-RateLimit-Reset", std::to_string(t));
@@ -92,10 +106,19 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
         } else if (spent->outcome == core::SpendOutcome::Refused) {
             const long long retry = ceil_at_least(spent->retry_after_s, 1);
             if (!c.shadow) {
-                OgcError e{ErrorKind::RateLimited, "NoApplicableCode", "",
-                           "Rate limit of the '" + tier.name + "' tier reached: this request costs " +
-                               fmt_cost(a.price.cost) + " units and " + fmt_cost(spent->remaining) +
-                               " are left. Retry after " + std::to_string(retry) + " s, or send fewer or smaller requests."};
+                // Appended into one buffer: this is the text of every 429.
+                std::string text;
+                text.reserve(160 + tier.name.size());
+                text += "Rate limit of the '";
+                text += tier.name;
+                text += "' tier reached: this request costs ";
+                text += fmt_cost(a.price.cost);
+                text += " units and ";
+                text += fmt_cost(spent->remaining);
+                text += " are left. Retry after ";
+                text += std::to_string(retry);
+                text += " s, or send fewer or smaller requests.";
+                OgcError e{ErrorKind::RateLimited, "NoApplicableCode", "", std::move(text)};
                 Decision n = refuse(a, e, c, "throttled");
                 for (auto& h : rl) n.response.headers.push_back(std::move(h));
                 n.response.headers.push_back({"Retry-After", std::to_string(retry)});

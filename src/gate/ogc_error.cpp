@@ -10,31 +10,32 @@ namespace {
 
 constexpr const char* kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 
-std::string attr(const char* name, const std::string& value) {
-    if (value.empty()) return {};
-    return std::string(" ") + name + "=\"" + xml_escape(value) + "\"";
-}
-
-// Element text needs no quote escaped; left as they are they stay readable
-// where a client prints the raw report (GDAL, for a non-200 answer).
-std::string xml_text(std::string_view s) {
-    std::string r;
-    for (char c : s) {
-        if (c == '\'' || c == '"') r += c;
-        else r += xml_escape(std::string_view(&c, 1));
-    }
-    return r;
+void attr(std::string& b, const char* name, const std::string& value) {
+    if (value.empty()) return;
+    b += ' ';
+    b += name;
+    b += "=\"";
+    b += xml_escape(value);
+    b += '"';
 }
 
 std::string service_exception_report(const char* version, bool namespaced, const std::string& code,
                                      const std::string& locator, const std::string& text) {
-    std::string b = kXmlDecl;
+    std::string b;
+    b.reserve(256 + text.size());
+    b += kXmlDecl;
     b += "<ServiceExceptionReport version=\"";
     b += version;
     b += "\"";
     if (namespaced) b += " xmlns=\"http://www.opengis.net/ogc\"";
-    b += ">\n  <ServiceException" + attr("code", code) + attr("locator", locator) + ">" + xml_text(text) +
-         "</ServiceException>\n</ServiceExceptionReport>\n";
+    b += ">\n  <ServiceException";
+    attr(b, "code", code);
+    attr(b, "locator", locator);
+    b += '>';
+    // Element text keeps its quotes: readable where a client prints the raw
+    // report (GDAL, for a non-200 answer).
+    b += xml_escape_text(text);
+    b += "</ServiceException>\n</ServiceExceptionReport>\n";
     return b;
 }
 
@@ -60,15 +61,20 @@ std::string wms_code(const OgcError& e, bool v130) {
 }
 
 std::string ows_exception_report(const char* ns, const char* version, const OgcError& e) {
-    std::string b = kXmlDecl;
+    std::string b;
+    b.reserve(320 + e.text.size());
+    b += kXmlDecl;
     // The ows: prefix matters: GDAL's WFS driver looks for "<ows:ExceptionReport".
     b += "<ows:ExceptionReport xmlns:ows=\"";
     b += ns;
     b += "\" version=\"";
     b += version;
-    b += "\" xml:lang=\"en\">\n  <ows:Exception" + attr("exceptionCode", e.code.empty() ? "NoApplicableCode" : e.code) +
-         attr("locator", e.locator) + ">\n    <ows:ExceptionText>" + xml_text(e.text) +
-         "</ows:ExceptionText>\n  </ows:Exception>\n</ows:ExceptionReport>\n";
+    b += "\" xml:lang=\"en\">\n  <ows:Exception";
+    attr(b, "exceptionCode", e.code.empty() ? std::string("NoApplicableCode") : e.code);
+    attr(b, "locator", e.locator);
+    b += ">\n    <ows:ExceptionText>";
+    b += xml_escape_text(e.text);
+    b += "</ows:ExceptionText>\n  </ows:Exception>\n</ows:ExceptionReport>\n";
     return b;
 }
 

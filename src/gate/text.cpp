@@ -127,23 +127,26 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::string xml_escape(std::string_view s) {
-    bool clean = true;
-    for (char c : s)
-        if (c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' || static_cast<unsigned char>(c) < 0x20) {
-            clean = false;
-            break;
-        }
-    if (clean) return std::string(s);
-    std::string r;
+namespace {
+
+std::string escape_xml(std::string_view s, bool quotes) {
+    const auto special = [quotes](char c) {
+        return c == '&' || c == '<' || c == '>' || (quotes && (c == '"' || c == '\'')) ||
+               static_cast<unsigned char>(c) < 0x20;
+    };
+    std::size_t i = 0;
+    while (i < s.size() && !special(s[i])) ++i;
+    std::string r(s.substr(0, i));
+    if (i == s.size()) return r;
     r.reserve(s.size() + 16);
-    for (char c : s) {
+    for (; i < s.size(); ++i) {
+        const char c = s[i];
         switch (c) {
             case '&': r += "&amp;"; break;
             case '<': r += "&lt;"; break;
             case '>': r += "&gt;"; break;
-            case '"': r += "&quot;"; break;
-            case '\'': r += "&apos;"; break;
+            case '"': r += quotes ? "&quot;" : "\""; break;
+            case '\'': r += quotes ? "&apos;" : "'"; break;
             default:
                 // Control characters are not allowed in XML 1.0 at all.
                 if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
@@ -154,5 +157,11 @@ std::string xml_escape(std::string_view s) {
     }
     return r;
 }
+
+}  // namespace
+
+std::string xml_escape(std::string_view s) { return escape_xml(s, true); }
+
+std::string xml_escape_text(std::string_view s) { return escape_xml(s, false); }
 
 }  // namespace ot::gate

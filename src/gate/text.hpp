@@ -30,5 +30,8 @@ std::string_view trim(std::string_view s);
 
 // For XML text and attribute values.
 std::string xml_escape(std::string_view s);
+// For element text: quotes stay as they are (readable where a client prints
+// the raw report); &, <, > and control characters as in xml_escape.
+std::string xml_escape_text(std::string_view s);
 
 }  // namespace ot::gate

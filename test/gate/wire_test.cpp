@@ -10,6 +10,7 @@
 
 #include "gate/http_head.hpp"
 #include "gate/log_line.hpp"
+#include "gate/text.hpp"
 
 using namespace ot::gate;
 namespace http = boost::beast::http;
@@ -123,4 +124,14 @@ TEST(JsonLine, TimestampIsIsoUtcWithMilliseconds) {
     EXPECT_EQ(t[10], 'T');
     EXPECT_EQ(t[19], '.');
     EXPECT_EQ(t.back(), 'Z');
+}
+
+TEST(XmlEscape, AttributesEscapeQuotesTextKeepsThem) {
+    EXPECT_EQ(xml_escape("plain text"), "plain text");
+    EXPECT_EQ(xml_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+    EXPECT_EQ(xml_escape_text("a<b>&\"c'"), "a&lt;b&gt;&amp;\"c'");
+    // Control characters have no place in XML 1.0; tab and newlines do.
+    EXPECT_EQ(xml_escape("x\x01y\tz\n"), "x?y\tz\n");
+    EXPECT_EQ(xml_escape_text("\x1f"), "?");
+    EXPECT_EQ(xml_escape(""), "");
 }
