@@ -4,13 +4,13 @@
 #   pass-through: gate vs nginx proxy_pass vs the static upstream directly
 #   added latency (one connection): p50 over direct, p99 against nginx's
 #   stampede: 100 identical concurrent GetMaps -> upstream calls
-# Knobs: ROUNDS (3), SECS per throughput run (5), LSECS per latency run (4),
+# Knobs: ROUNDS (5), SECS per throughput run (4), LSECS per latency run (4),
 # CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (2),
 # NGINX_LOG (on: nginx's limit_req and proxy_pass servers write an access log
 # line per request, as the gate writes its JSON line; off: they log nothing).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-ROUNDS=${ROUNDS:-3} SECS=${SECS:-5} LSECS=${LSECS:-4} CONNS=${CONNS:-32}
+ROUNDS=${ROUNDS:-5} SECS=${SECS:-4} LSECS=${LSECS:-4} CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-2} NGINX_LOG=${NGINX_LOG:-on}
 P_STATIC=18900 P_LIMIT=18901 P_PROXY=18902 P_GREJ=18903 P_GREJ_A=18904 P_GPASS=18905 P_GPASS_A=18906
 P_SLOW=18907 P_GSTAMP=18908 P_GSTAMP_A=18909

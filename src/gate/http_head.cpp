@@ -1,6 +1,7 @@
 #include "gate/http_head.hpp"
 
 #include <charconv>
+#include <cstring>
 
 namespace ot::gate {
 
@@ -10,6 +11,7 @@ namespace {
 
 void start_line(std::string& out, unsigned version, unsigned status, std::string_view reason) {
     out.clear();
+    out.reserve(512);
     out += "HTTP/";
     out += static_cast<char>('0' + version / 10);
     out += '.';
@@ -31,10 +33,14 @@ HeadWriter::HeadWriter(std::string& out, unsigned version, unsigned status) : ou
 }
 
 HeadWriter& HeadWriter::field(std::string_view name, std::string_view value) {
-    out_ += name;
-    out_ += ": ";
-    out_ += value;
-    out_ += "\r\n";
+    const std::size_t n = out_.size();
+    out_.resize(n + name.size() + value.size() + 4);
+    char* p = out_.data() + n;
+    std::memcpy(p, name.data(), name.size());
+    p += name.size();
+    std::memcpy(p, ": ", 2);
+    std::memcpy(p + 2, value.data(), value.size());
+    std::memcpy(p + 2 + value.size(), "\r\n", 2);
     return *this;
 }
 

@@ -139,7 +139,16 @@ Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
         break;
     }
     if (id.key.empty()) {
-        id.hash = keyed_hash(c.hash_secret, ip_to_string(id.client));
+        // Formatting the address (inet_ntop) cost more than the hash it
+        // keys, which keyed_hash already caches: remember the last one.
+        thread_local IpAddr last_ip;
+        thread_local std::string last_secret, last_hash;
+        if (last_hash.empty() || !(last_ip == id.client) || last_secret != c.hash_secret) {
+            last_hash = keyed_hash(c.hash_secret, ip_to_string(id.client));
+            last_ip = id.client;
+            last_secret = c.hash_secret;
+        }
+        id.hash = last_hash;
         id.key = "ip:" + id.hash;
     }
     id.tier = c.default_tier;

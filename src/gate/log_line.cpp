@@ -1,6 +1,8 @@
 #include "gate/log_line.hpp"
 
 #include <charconv>
+#include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,40 +11,53 @@
 
 namespace ot::gate {
 
+namespace {
+
+// Printable ASCII other than the quote and the backslash goes into a JSON
+// string as it is.
+struct PlainTable {
+    bool ok[256] = {};
+    constexpr PlainTable() {
+        for (int c = 0x20; c < 0x7f; ++c) ok[c] = c != '"' && c != '\\';
+    }
+};
+constexpr PlainTable kPlain;
+
+}  // namespace
+
+void JsonLine::put(std::string_view a, std::string_view b, std::string_view c) {
+    const std::size_t need = len_ + a.size() + b.size() + c.size() + 1;  // and the closing brace
+    if (need > s_.size()) s_.resize(std::max(need, 2 * s_.size()));
+    char* p = s_.data() + len_;
+    std::memcpy(p, a.data(), a.size());
+    std::memcpy(p + a.size(), b.data(), b.size());
+    std::memcpy(p + a.size() + b.size(), c.data(), c.size());
+    len_ = need - 1;
+}
+
 void JsonLine::key(std::string_view k) {
-    if (s_.size() > 1) s_ += ',';
-    s_ += '"';
-    s_ += k;  // keys are our own literals
-    s_ += "\":";
+    // Keys are our own literals.
+    put(len_ > 1 ? std::string_view(",\"") : std::string_view("\""), k, "\":");
 }
 
 JsonLine& JsonLine::str(std::string_view k, std::string_view v) {
     key(k);
     bool plain = true;
-    for (unsigned char c : v)
-        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-            plain = false;
-            break;
-        }
-    if (plain) {
-        s_ += '"';
-        s_ += v;
-        s_ += '"';
-    } else {
-        s_ += nlohmann::json(std::string(v)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
+    for (unsigned char c : v) plain &= kPlain.ok[c];
+    if (plain) put("\"", v, "\"");
+    else put(nlohmann::json(std::string(v)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}, {});
     return *this;
 }
 
 JsonLine& JsonLine::num(std::string_view k, double v) {
     key(k);
     if (!std::isfinite(v)) {
-        s_ += "null";
+        put("null", {}, {});
         return *this;
     }
     char buf[32];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-    s_.append(buf, r.ptr);
+    put(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)), {}, {});
     return *this;
 }
 
@@ -50,18 +65,19 @@ JsonLine& JsonLine::num(std::string_view k, std::int64_t v) {
     key(k);
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    s_.append(buf, r.ptr);
+    put(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)), {}, {});
     return *this;
 }
 
 JsonLine& JsonLine::boolean(std::string_view k, bool v) {
     key(k);
-    s_ += v ? "true" : "false";
+    put(v ? "true" : "false", {}, {});
     return *this;
 }
 
 std::string JsonLine::finish() && {
-    s_ += '}';
+    s_[len_++] = '}';  // put() kept room for it
+    s_.resize(len_);
     return std::move(s_);
 }
 
@@ -80,9 +96,12 @@ std::string iso_now_ms() {
                       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
         cached_sec = sec;
     }
-    char buf[80];
-    std::snprintf(buf, sizeof buf, "%s.%03dZ", prefix, static_cast<int>(ms_total % 1000));
-    return buf;
+    const int ms = static_cast<int>(ms_total % 1000);
+    std::string out(prefix);
+    const char tail[] = {'.', static_cast<char>('0' + ms / 100), static_cast<char>('0' + ms / 10 % 10),
+                         static_cast<char>('0' + ms % 10), 'Z'};
+    out.append(tail, sizeof tail);
+    return out;
 }
 
 }  // namespace ot::gate

@@ -11,7 +11,7 @@ namespace ot::gate {
 
 class JsonLine {
 public:
-    JsonLine() { s_.reserve(384); s_ += '{'; }
+    JsonLine() : s_(512, '\0') { s_[len_++] = '{'; }
     JsonLine& str(std::string_view key, std::string_view v);
     JsonLine& num(std::string_view key, double v);  // NaN/inf as null
     JsonLine& num(std::string_view key, std::int64_t v);
@@ -21,7 +21,11 @@ public:
 
 private:
     void key(std::string_view k);
+    void put(std::string_view a, std::string_view b, std::string_view c);
+    // s_ is sized ahead and filled up to len_: a field is then three
+    // memcpy, not three string appends.
     std::string s_;
+    std::size_t len_ = 0;
 };
 
 // "2026-11-30T11:12:13.456Z" (UTC, milliseconds) for now.

@@ -339,7 +339,9 @@ std::optional<Query> parse_query(std::string_view raw, std::string* why) {
     Query q;
     q.raw = std::string(raw);
     if (raw.empty()) return q;
-    for (std::string_view part : split(raw, '&')) {
+    const auto parts = split(raw, '&');
+    q.params.reserve(parts.size());
+    for (std::string_view part : parts) {
         if (part.empty()) continue;
         const std::size_t eq = part.find('=');
         auto key = percent_decode(part.substr(0, eq), true);

@@ -1,5 +1,6 @@
 #include "gate/text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +22,9 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' +
 }  // namespace
 
 std::optional<std::string> percent_decode(std::string_view in, bool plus_is_space) {
+    // Most keys and values have nothing to decode.
+    if (in.find('%') == std::string_view::npos && (!plus_is_space || in.find('+') == std::string_view::npos))
+        return std::string(in);
     std::string out;
     out.reserve(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
@@ -107,6 +111,7 @@ std::optional<double> parse_double(std::string_view s) {
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
     std::vector<std::string_view> parts;
+    parts.reserve(static_cast<std::size_t>(std::count(s.begin(), s.end(), sep)) + 1);
     std::size_t start = 0;
     while (true) {
         const std::size_t pos = s.find(sep, start);
@@ -129,13 +134,20 @@ std::string_view trim(std::string_view s) {
 
 namespace {
 
+struct XmlSpecial {
+    bool text[256] = {}, attr[256] = {};
+    constexpr XmlSpecial() {
+        for (int c = 0; c < 0x20; ++c) text[c] = attr[c] = true;
+        for (int c : {'&', '<', '>'}) text[c] = attr[c] = true;
+        attr[static_cast<int>('"')] = attr[static_cast<int>('\'')] = true;
+    }
+};
+constexpr XmlSpecial kXml;
+
 std::string escape_xml(std::string_view s, bool quotes) {
-    const auto special = [quotes](char c) {
-        return c == '&' || c == '<' || c == '>' || (quotes && (c == '"' || c == '\'')) ||
-               static_cast<unsigned char>(c) < 0x20;
-    };
+    const bool* special = quotes ? kXml.attr : kXml.text;
     std::size_t i = 0;
-    while (i < s.size() && !special(s[i])) ++i;
+    while (i < s.size() && !special[static_cast<unsigned char>(s[i])]) ++i;
     std::string r(s.substr(0, i));
     if (i == s.size()) return r;
     r.reserve(s.size() + 16);

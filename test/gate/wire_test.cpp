@@ -135,3 +135,14 @@ TEST(XmlEscape, AttributesEscapeQuotesTextKeepsThem) {
     EXPECT_EQ(xml_escape_text("\x1f"), "?");
     EXPECT_EQ(xml_escape(""), "");
 }
+
+TEST(JsonLine, GrowsPastItsFirstBuffer) {
+    JsonLine j;
+    const std::string big(3000, 'x');
+    j.str("a", big).str("b", std::string(700, '"')).num("c", std::int64_t{7});
+    const auto v = nlohmann::json::parse(std::move(j).finish());
+    EXPECT_EQ(v["a"], big);
+    EXPECT_EQ(v["b"], std::string(700, '"'));
+    EXPECT_EQ(v["c"], 7);
+    EXPECT_EQ(std::move(JsonLine()).finish(), "{}");
+}
