@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/geo.hpp"
+#include "ext/direct_eval.hpp"
 #include "ext/postgis_functions.hpp"
 #include "ext/settings.hpp"
 #include "ext/srs_units.hpp"
@@ -100,6 +101,11 @@ bool eval(Walk* w, Node* e, Datum* out) {
     if (w->eval_cxt == nullptr)
         w->eval_cxt = AllocSetContextCreate(CurrentMemoryContext, "ogc_throttle pricing", ALLOCSET_SMALL_SIZES);
     MemoryContext old = MemoryContextSwitchTo(w->eval_cxt);
+    bool direct_null = false;
+    if (direct_eval(e, w->params, out, &direct_null)) {
+        MemoryContextSwitchTo(old);
+        return !direct_null;
+    }
     ExprState* state = ExecInitExprWithParams(reinterpret_cast<Expr*>(e), w->params);
     ExprContext* econtext = CreateStandaloneExprContext();
     econtext->ecxt_param_list_info = w->params;  // read at run time by PARAM_EXTERN steps

@@ -1,0 +1,25 @@
+// Evaluating a pricing argument without the executor, for the shapes that
+// make up nearly all of them: constants, $n parameters, binary-compatible
+// relabels, and non-volatile function or operator calls over those
+// (ST_Expand(point, r) in a derived index condition, ST_SetSRID(
+// ST_MakePoint($1, $2), 4326) in a generic plan). The functions are called
+// through fmgr with FmgrInfo cached per backend: building an ExprState and
+// an ExprContext per argument (ExecInitExpr) cost more instructions than
+// pricing the rest of the statement.
+#pragma once
+#include "ext/pg.hpp"
+
+extern "C" {
+#include "nodes/params.h"
+#include "nodes/primnodes.h"
+}
+
+namespace ot::ext {
+
+// Whether `e` is of those shapes (the caller has checked it is Var-free and
+// non-volatile); if so, its value is in *out / *isnull, allocated in the
+// current memory context. False: use the executor. Errors raised by the
+// called functions propagate as they would at execution.
+bool direct_eval(Node* e, ParamListInfo params, Datum* out, bool* isnull);
+
+}  // namespace ot::ext
