@@ -6,6 +6,14 @@
 #       PUBLIC_URL (the gate) is advertised in capabilities: clients such as
 #       OWSLib follow those URLs, and must not be led around the gate.
 #       Every request is logged in DIR/run/access.log (tests count upstream calls).
+#   ms_start_postgis DIR PORT CONNECTION TABLE SRID [PUBLIC_URL]
+#       -> the same, but the one layer (named TABLE) reads TABLE's "geom" from
+#       PostGIS: every request becomes SQL on CONNECTION (a libpq string).
+#       When that SQL fails MapServer tells the client only "Error executing
+#       query. Check server logs"; the database's message (and the SQL) go to
+#       DIR/run/lighttpd.err.
+#   ms_write_postgis_map DIR CONNECTION TABLE SRID PUBLIC_URL
+#       -> just DIR/demo.map and DIR/mapserver.conf for that layer.
 #   ms_stop DIR
 # Everything lives under DIR. lighttpd and mapserv run as the calling user
 # (root in CI), so the files need no special permissions.
@@ -22,7 +30,67 @@ ms_write_data() {  # file npoints: a deterministic grid of points over Europe
   }' >"$1"
 }
 
-ms_write_map() {  # dir public_url
+ms_ogr_layer() {  # dir: the layer "pts" over DIR/pts.geojson
+  cat <<EOM
+  LAYER
+    NAME "pts"
+    TYPE POINT
+    STATUS ON
+    CONNECTIONTYPE OGR
+    CONNECTION "$1/pts.geojson"
+    DATA "pts"
+    PROJECTION "init=epsg:4326" END
+    METADATA
+      "ows_title" "points"
+      "gml_include_items" "all"
+      "gml_featureid" "id"
+      "wfs_enable_request" "*"
+      "wms_include_items" "all"
+    END
+    TEMPLATE "void"
+    CLASS
+      STYLE SIZE 6 COLOR 200 30 30 SYMBOL 0 END
+    END
+  END
+EOM
+}
+
+# ms_postgis_layer CONNECTION TABLE SRID: a layer named TABLE over TABLE's
+# "geom" column in PostGIS (CONNECTION is a libpq string). MapServer 8 turns a
+# request's box into literal SQL,
+#   WHERE ST_Intersects("geom", ST_GeomFromText('POLYGON((...))',SRID))
+# (see doc/pricing-hook.md, "MapServer").
+ms_postgis_layer() {
+  cat <<EOM
+  LAYER
+    NAME "$2"
+    TYPE POINT
+    STATUS ON
+    CONNECTIONTYPE POSTGIS
+    CONNECTION "$1"
+    DATA "geom from $2 using unique id using srid=$3"
+    PROJECTION "init=epsg:$3" END
+    METADATA
+      "ows_title" "$2"
+      "gml_include_items" "all"
+      "gml_featureid" "id"
+      "wfs_enable_request" "*"
+      "wms_include_items" "all"
+    END
+    TEMPLATE "void"
+    CLASS
+      STYLE SIZE 6 COLOR 200 30 30 SYMBOL 0 END
+    END
+  END
+EOM
+}
+
+# ms_write_map DIR PUBLIC_URL [LAYER_BLOCK [ERRORFILE]]: DIR/demo.map with
+# LAYER_BLOCK (default: ms_ogr_layer DIR) and DIR/mapserver.conf sending
+# MapServer's errors to ERRORFILE (default DIR/run/mapserver.log).
+ms_write_map() {
+  local layer errfile=${4:-$1/run/mapserver.log}
+  layer=${3:-$(ms_ogr_layer "$1")}
   cat >"$1/demo.map" <<EOM
 MAP
   NAME "demo"
@@ -53,33 +121,14 @@ MAP
     FORMATOPTION "STORAGE=stream"
     FORMATOPTION "FORM=SIMPLE"
   END
-  LAYER
-    NAME "pts"
-    TYPE POINT
-    STATUS ON
-    CONNECTIONTYPE OGR
-    CONNECTION "$1/pts.geojson"
-    DATA "pts"
-    PROJECTION "init=epsg:4326" END
-    METADATA
-      "ows_title" "points"
-      "gml_include_items" "all"
-      "gml_featureid" "id"
-      "wfs_enable_request" "*"
-      "wms_include_items" "all"
-    END
-    TEMPLATE "void"
-    CLASS
-      STYLE SIZE 6 COLOR 200 30 30 SYMBOL 0 END
-    END
-  END
+$layer
 END
 EOM
   cat >"$1/mapserver.conf" <<CONF
 CONFIG
   ENV
     MS_MAPFILE "$1/demo.map"
-    MS_ERRORFILE "$1/run/mapserver.log"
+    MS_ERRORFILE "$errfile"
   END
   # OGC API Features answers under /demo/ogcapi/ (PATH_INFO names the map).
   MAPS
@@ -95,7 +144,28 @@ ms_start() {
   dir=$(cd "$dir" && pwd)  # lighttpd chdirs to / when it daemonizes
   ms_write_data "$dir/pts.geojson" "$n"
   ms_write_map "$dir" "$public"
-    cat >"$dir/lighttpd.conf" <<CONF
+  ms_serve "$dir" "$port"
+}
+
+# Errors to stderr, which lighttpd writes to DIR/run/lighttpd.err at once: a
+# file named in MS_ERRORFILE is written through stdio buffers that a FastCGI
+# mapserv does not flush (it stayed empty in our runs).
+ms_write_postgis_map() {
+  ms_write_map "$1" "$5" "$(ms_postgis_layer "$2" "$3" "$4")" stderr
+}
+
+ms_start_postgis() {
+  local dir=$1 port=$2 public=${6:-http://127.0.0.1:$2/}
+  mkdir -p "$dir/www" "$dir/run"
+  dir=$(cd "$dir" && pwd)  # lighttpd chdirs to / when it daemonizes
+  ms_write_postgis_map "$dir" "$3" "$4" "$5" "$public"
+  ms_serve "$dir" "$port"
+}
+
+# ms_serve DIR PORT: lighttpd with FastCGI mapserv for DIR/mapserver.conf.
+ms_serve() {
+  local dir=$1 port=$2
+  cat >"$dir/lighttpd.conf" <<CONF
 server.document-root = "$dir/www"
 server.bind = "127.0.0.1"
 server.port = $port
