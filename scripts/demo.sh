@@ -2,7 +2,8 @@
 # One command to see ogc_throttle work: installs what is missing, builds,
 # starts a throwaway PostgreSQL + PostGIS cluster in .run/ (git-ignored) with
 # the library preloaded, loads a demo table, shows a throttled query being
-# refused, then (if built) starts MapServer with the gate in front.
+# refused, then (if built) starts MapServer, reading the demo table as the
+# hook-priced role demo_map, with the gate in front.
 #   scripts/demo.sh         start (or restart) everything
 #   scripts/demo.sh stop    stop everything
 set -euo pipefail
@@ -36,8 +37,10 @@ else
 fi
 mkdir -p "$pgdir"
 echo "== Starting PostgreSQL on 127.0.0.1:$port (data in $run/pg)"
+# The log shows refusals (ERROR) with the role and the SQLSTATE.
 pg_cluster_init "$pgdir" "shared_preload_libraries = 'ogc_throttle'" "listen_addresses = '127.0.0.1'" \
-  "ogc_throttle.capacity = 200" "ogc_throttle.rate = 10"
+  "ogc_throttle.capacity = 200" "ogc_throttle.rate = 10" \
+  "log_min_messages = warning" "log_line_prefix = '%m [%p] %u %e '"
 pg_start "$pgdir" "$port"
 
 psql_demo() { pg_psql "$pgdir" "$port" -d demo "$@"; }
@@ -93,8 +96,8 @@ SQL
 
 if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
   echo
-  echo "== Starting MapServer with ogc-gate in front"
-  scripts/gate-demo.sh "$run/gate"
+  echo "== Starting MapServer (reading demo_points as demo_map: capacity 6, refill 0.2/s, cost_max 6) with ogc-gate in front"
+  OT_DEMO_PG_CONN="host=127.0.0.1 port=$port dbname=demo user=demo_map" scripts/gate-demo.sh "$run/gate"
 fi
 
 cat <<EOF2
@@ -103,6 +106,7 @@ PostgreSQL is running (data in $run/pg, log in $run/pg/server.log):
   psql -h 127.0.0.1 -p $port -U postgres demo        # as the administrator
   psql -h 127.0.0.1 -p $port -U demo_user demo       # as the throttled role (throttle_spend)
   psql -h 127.0.0.1 -p $port -U demo_map demo        # as the role whose statements the hook prices
-  SELECT * FROM throttle_buckets;  SELECT * FROM throttle_stats;
+  SELECT * FROM throttle_buckets;  SELECT * FROM throttle_stats;  SELECT * FROM throttle_identity_stats;
+Refusals by the hook:  grep -A2 ' 53T01 ERROR' $run/pg/server.log
 Stop everything:  scripts/demo.sh stop
 EOF2

@@ -2,6 +2,9 @@
 # Demo of the front gate: a real MapServer (cgi-mapserver as FastCGI under
 # lighttpd) serving 500 generated points as WMS and WFS, with ogc-gate in
 # front. Standalone: no database needed, the data is a generated GeoJSON file.
+# With OT_DEMO_PG_CONN set (a libpq connection string; scripts/demo.sh sets it),
+# MapServer serves the PostGIS table demo_points over that connection instead,
+# so the database's pricing hook prices MapServer's SQL behind the gate.
 #
 #   scripts/gate-demo.sh DIR          start (all state under DIR, e.g. .run/gate-demo)
 #   scripts/gate-demo.sh DIR stop     stop what a previous start left running
@@ -26,7 +29,12 @@ stop
 if command -v ogc-gate >/dev/null; then GATE_BIN=$(command -v ogc-gate)
 else make -s -C "$root" bin/ogc-gate >/dev/null; GATE_BIN=$root/bin/ogc-gate; fi
 
-ms_start "$dir/mapserver" "$MS_PORT" 500 "http://127.0.0.1:$GATE_PORT/"
+pg_conn=${OT_DEMO_PG_CONN:-}
+if [ -n "$pg_conn" ]; then
+  ms_start_postgis "$dir/mapserver" "$MS_PORT" "$pg_conn" demo_points 4326 "http://127.0.0.1:$GATE_PORT/"
+else
+  ms_start "$dir/mapserver" "$MS_PORT" 500 "http://127.0.0.1:$GATE_PORT/"
+fi
 
 # The demo data is sparse (500 points over Europe), so the density is set low;
 # the public tier is small so that a 429 is easy to see.
@@ -48,6 +56,36 @@ for _ in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$GATE_PORT/read
 curl -fs -o /dev/null "http://127.0.0.1:$GATE_PORT/readyz" || { echo "gate did not become ready; see $dir/gate.err" >&2; exit 1; }
 
 G=http://127.0.0.1:$GATE_PORT
+if [ -n "$pg_conn" ]; then
+  # demo_points: 50 000 points around 10 E 50 N (WMS 1.3.0 EPSG:4326 boxes are lat,lon).
+  MAP="SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=demo_points&STYLES=&CRS=EPSG:4326&FORMAT=image/png"
+  cat <<TXT
+ogc-gate demo running: gate $G (admin http://127.0.0.1:$ADMIN_PORT), MapServer http://127.0.0.1:$MS_PORT
+MapServer reads demo_points from PostgreSQL ($pg_conn): the pricing hook prices and charges its SQL.
+State, logs and config in $dir (gate.log has one JSON line per request; MapServer's errors,
+with the database's reasons, go to $dir/mapserver/run/lighttpd.err).
+
+A pass (a 0.2 degree box; MapServer's SQL is charged about 2 units in the database):
+  curl -s -o /tmp/map.png -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=49.9,9.9,50.1,10.1&WIDTH=512&HEIGHT=512'
+
+Refused by the gate (4096x4096 is over its pixel cap; MapServer and the database never see it):
+  curl -s '$G/?$MAP&BBOX=46,4,54,16&WIDTH=4096&HEIGHT=4096'
+
+Refused by the database (the whole area is priced at the role's cost_max, a full bucket: the second
+of two in a row is refused with SQLSTATE 53T01; the gate passes both, and MapServer answers with a
+ServiceExceptionReport that says only "Check server logs"):
+  for i in 1 2; do curl -s -o /tmp/big.out -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=46,4,54,16&WIDTH=1024&HEIGHT=768'; done; cat /tmp/big.out
+  grep -A1 'ogc_throttle: statement refused' $dir/mapserver/run/lighttpd.err | tail -n 2   # the database's reason
+  tail -n 1 $dir/gate.log                                                                  # the gate: "verdict":"pass"
+
+Clients: gdal_translate -outsize 512 512 'WMS:$G/?$MAP&BBOX=49.9,9.9,50.1,10.1' /tmp/m.png
+         ogrinfo -ro -al -q -spat 9.9 49.9 10.1 50.1 'WFS:$G/?SERVICE=WFS&VERSION=2.0.0' demo_points | grep -c '^OGRFeature('
+Admin:   curl -s http://127.0.0.1:$ADMIN_PORT/metrics ; curl -s http://127.0.0.1:$ADMIN_PORT/buckets
+
+Stop:    $0 $1 stop
+TXT
+  exit 0
+fi
 MAP="SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=34,-11,46,31&FORMAT=image/png"
 cat <<TXT
 ogc-gate demo running: gate $G (admin http://127.0.0.1:$ADMIN_PORT), MapServer http://127.0.0.1:$MS_PORT
