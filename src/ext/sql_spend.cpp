@@ -38,11 +38,18 @@ void warn_if_cost_max_exceeds(double capacity) {
 }
 
 core::Budget checked_budget() {
+    // The settings rarely change between calls (a spend per row of one
+    // statement meets the same pair each time): validated once per pair.
+    static core::Budget valid{-1, -1};
+    static double valid_cost_max = -1;
     const core::Budget b = current_budget();
+    if (b.capacity == valid.capacity && b.rate == valid.rate && current_cost_max() == valid_cost_max) return b;
     if (const char* p = core::budget_problem(b))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", p),
                         errhint("Check ogc_throttle.capacity and ogc_throttle.rate.")));
     warn_if_cost_max_exceeds(b.capacity);
+    valid = b;
+    valid_cost_max = current_cost_max();
     return b;
 }
 
