@@ -30,45 +30,15 @@ ms_write_data() {  # file npoints: a deterministic grid of points over Europe
   }' >"$1"
 }
 
-ms_ogr_layer() {  # dir: the layer "pts" over DIR/pts.geojson
+# ms_layer NAME TITLE EPSG SOURCE: a point layer; SOURCE is its
+# CONNECTIONTYPE/CONNECTION/DATA lines.
+ms_layer() {
   cat <<EOM
   LAYER
-    NAME "pts"
+    NAME "$1"
     TYPE POINT
     STATUS ON
-    CONNECTIONTYPE OGR
-    CONNECTION "$1/pts.geojson"
-    DATA "pts"
-    PROJECTION "init=epsg:4326" END
-    METADATA
-      "ows_title" "points"
-      "gml_include_items" "all"
-      "gml_featureid" "id"
-      "wfs_enable_request" "*"
-      "wms_include_items" "all"
-    END
-    TEMPLATE "void"
-    CLASS
-      STYLE SIZE 6 COLOR 200 30 30 SYMBOL 0 END
-    END
-  END
-EOM
-}
-
-# ms_postgis_layer CONNECTION TABLE SRID: a layer named TABLE over TABLE's
-# "geom" column in PostGIS (CONNECTION is a libpq string). MapServer 8 turns a
-# request's box into literal SQL,
-#   WHERE ST_Intersects("geom", ST_GeomFromText('POLYGON((...))',SRID))
-# (see doc/pricing-hook.md, "MapServer").
-ms_postgis_layer() {
-  cat <<EOM
-  LAYER
-    NAME "$2"
-    TYPE POINT
-    STATUS ON
-    CONNECTIONTYPE POSTGIS
-    CONNECTION "$1"
-    DATA "geom from $2 using unique id using srid=$3"
+$4
     PROJECTION "init=epsg:$3" END
     METADATA
       "ows_title" "$2"
@@ -83,6 +53,23 @@ ms_postgis_layer() {
     END
   END
 EOM
+}
+
+ms_ogr_layer() {  # dir: the layer "pts" over DIR/pts.geojson
+  ms_layer pts points 4326 "    CONNECTIONTYPE OGR
+    CONNECTION \"$1/pts.geojson\"
+    DATA \"pts\""
+}
+
+# ms_postgis_layer CONNECTION TABLE SRID: a layer named TABLE over TABLE's
+# "geom" column in PostGIS (CONNECTION is a libpq string). MapServer 8 turns a
+# request's box into literal SQL,
+#   WHERE ST_Intersects("geom", ST_GeomFromText('POLYGON((...))',SRID))
+# (see doc/pricing-hook.md, "MapServer").
+ms_postgis_layer() {
+  ms_layer "$2" "$2" "$3" "    CONNECTIONTYPE POSTGIS
+    CONNECTION \"$1\"
+    DATA \"geom from $2 using unique id using srid=$3\""
 }
 
 # ms_write_map DIR PUBLIC_URL [LAYER_BLOCK [ERRORFILE]]: DIR/demo.map with
