@@ -120,7 +120,10 @@ private:
     void client_io(double seconds) {
         deadline_ = Clock::now() + ms(seconds);
         io_pending_ = true;
-        if (timer_armed_) return;
+        if (!timer_armed_) arm_idle_timer();
+    }
+
+    void arm_idle_timer() {
         timer_armed_ = true;
         idle_timer_.expires_at(deadline_);
         idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
@@ -133,15 +136,7 @@ private:
     void on_idle_timer(beast::error_code ec) {
         timer_armed_ = false;
         if (ec || !io_pending_ || !socket_.is_open()) return;
-        if (Clock::now() < deadline_) {
-            const auto d = deadline_;
-            timer_armed_ = true;
-            idle_timer_.expires_at(d);
-            idle_timer_.async_wait([weak = weak_from_this()](beast::error_code e) {
-                if (auto self = weak.lock()) self->on_idle_timer(e);
-            });
-            return;
-        }
+        if (Clock::now() < deadline_) return arm_idle_timer();  // moved on meanwhile: wait the rest
         // Too slow: the pending read or write completes with operation_aborted.
         timed_out_ = true;
         beast::error_code ignored;
