@@ -63,6 +63,10 @@ RESET ogc_throttle.mode;
 SHOW ogc_throttle.true_up;
 SHOW ogc_throttle.cutoff_grace;
 SELECT show_error($$SET ogc_throttle.cutoff_grace = -2$$);
+-- Weights that are not finite non-negative numbers never become prices.
+SELECT show_error($$SET ogc_throttle.radius_row_cost = 'NaN'$$);
+SELECT show_error($$SET ogc_throttle.bbox_fixed_cost = -1$$);
+SELECT show_error($$SET ogc_throttle.capacity = 'Infinity'$$);
 
 DROP TABLE metering_pts, metering_hidden;
 DROP FUNCTION metering_secret_radius();
