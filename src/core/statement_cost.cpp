@@ -143,7 +143,7 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
     }
     if (terms != terms_small) delete[] terms;
     out.total = price_of(m, out.features);
-    if (!(out.total < m.cost_max)) {
+    if (!(out.total <= m.cost_max)) {  // NaN too
         out.total = m.cost_max;
         out.clamped = true;
     }
