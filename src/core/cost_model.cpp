@@ -41,6 +41,10 @@ const char* cost_class_name(CostClass c) noexcept {
         case CostClass::Tile: return "tile";
         case CostClass::Map: return "map";
         case CostClass::Coverage: return "coverage";
+        case CostClass::Scan: return "scan";
+        case CostClass::Join: return "join";
+        case CostClass::Encode: return "encode";
+        case CostClass::Distance: return "distance";
     }
     return "unknown";
 }

@@ -9,8 +9,13 @@
 
 namespace ot::core {
 
-enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage };
-inline constexpr int kCostClasses = 6;
+// Append only: the gate's configuration names classes and Map/Coverage are its own.
+//  Scan:     rows read by a heap/index scan anywhere in a plan (plan-wide pricing)
+//  Join:     rows produced by a join, per outer row of a nested loop
+//  Encode:   rows encoded as MVT (ST_AsMVTGeom/ST_AsMVT) or GeoJSON/text
+//  Distance: geography distance computations (one per candidate row)
+enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance };
+inline constexpr int kCostClasses = 10;
 const char* cost_class_name(CostClass c) noexcept;
 
 struct ClassWeights {

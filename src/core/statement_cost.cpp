@@ -10,41 +10,43 @@ bool close(double a, double b) noexcept {
     return a == b || std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
 }
 
-double price_one(const CostModel& m, const PricedCall& c, StatementFacts f, double filter_rows) noexcept {
-    if (!c.known) return m.cost_max;
-    if (c.rows >= 0 && c.kind != CallKind::Tile) {
-        Estimate e = estimate_known_rows(m, c.kind == CallKind::Radius ? CostClass::Radius : CostClass::Bbox, c.rows,
-                                         f.limit >= 0 ? f.limit : (f.builds_tiles ? m.tile_max_rows : kNoLimit));
-        return e.problem ? m.cost_max : e.cost;
-    }
+// One call as features: its class's fixed term once and its rows, or, when
+// an argument is unknown, one unpriced (cost_max) term.
+struct Term {
+    CostClass cls;
+    double rows;
+    bool unpriced;
+};
+
+double cost_of(const CostModel& m, Term t) noexcept {
+    if (t.unpriced) return m.cost_max;
+    const ClassWeights& w = m.of(t.cls);
+    return w.fixed + (w.per_row == 0 ? 0.0 : w.per_row * t.rows);
+}
+
+// Rows or fail: a problem with the input prices the call at cost_max.
+Term term_of(CostClass c, const Estimate& e) noexcept { return e.problem ? Term{c, 0, true} : Term{c, e.rows, false}; }
+
+Term price_one(const CostModel& m, const PricedCall& c, StatementFacts f, double filter_rows) noexcept {
+    const CostClass cls = c.kind == CallKind::Radius ? CostClass::Radius
+                          : c.kind == CallKind::Bbox ? CostClass::Bbox
+                                                     : CostClass::Tile;
+    if (!c.known) return {cls, 0, true};
+    if (c.rows >= 0 && c.kind != CallKind::Tile)
+        return term_of(cls, estimate_known_rows(m, cls, c.rows,
+                                                f.limit >= 0 ? f.limit : (f.builds_tiles ? m.tile_max_rows : kNoLimit)));
     switch (c.kind) {
-        case CallKind::Radius: {
-            Estimate e = estimate_radius(m, c.radius_m, f.limit);
-            return e.problem ? m.cost_max : e.cost;
-        }
-        case CallKind::Bbox: {
-            Estimate e = estimate_bbox(m, c.area_km2, f.limit);
-            return e.problem ? m.cost_max : e.cost;
-        }
+        case CallKind::Radius: return term_of(cls, estimate_radius(m, c.radius_m, f.limit));
+        case CallKind::Bbox: return term_of(cls, estimate_bbox(m, c.area_km2, f.limit));
         case CallKind::Tile: {
-            if (filter_rows >= 0) {
-                // The tile's own box filter knows, from the column's statistics, what the tile holds.
-                Estimate e = estimate_known_rows(m, CostClass::Tile, filter_rows, f.limit >= 0 ? f.limit : m.tile_max_rows);
-                return e.problem ? m.cost_max : e.cost;
-            }
-            if (c.zoom >= 0) {
-                Estimate e = estimate_tile(m, c.zoom, f.limit);
-                return e.problem ? m.cost_max : e.cost;
-            }
+            if (filter_rows >= 0)  // the tile's own box filter knows, from the column's statistics, what the tile holds
+                return term_of(cls, estimate_known_rows(m, cls, filter_rows, f.limit >= 0 ? f.limit : m.tile_max_rows));
+            if (c.zoom >= 0) return term_of(cls, estimate_tile(m, c.zoom, f.limit));
             // Priced by its bounds: a tile of that area, rows capped like a tile.
-            const double cap = f.limit >= 0 ? f.limit : m.tile_max_rows;
-            Estimate e = estimate_bbox(m, c.area_km2, cap);
-            if (e.problem) return m.cost_max;
-            const ClassWeights& w = m.of(CostClass::Tile);
-            return std::min(m.cost_max, w.fixed + w.per_row * e.rows);
+            return term_of(cls, estimate_bbox(m, c.area_km2, f.limit >= 0 ? f.limit : m.tile_max_rows));
         }
     }
-    return m.cost_max;
+    return {cls, 0, true};
 }
 
 // A tile's envelope with and without a margin, or its clip box and its
@@ -69,19 +71,42 @@ bool same_box(const Box& a, const Box& b) noexcept {
            close(a.ymax, b.ymax);
 }
 
+double price_of(const CostModel& m, const PlanFeatures& f) noexcept {
+    double total = 0;
+    for (int i = 0; i < kCostClasses; i++) {
+        const ClassWeights& w = m.weights[i];
+        if (w.fixed != 0) total += w.fixed * f.calls[i];
+        if (w.per_row != 0) total += w.per_row * f.rows[i];
+    }
+    if (f.unpriced > 0) total += m.cost_max * f.unpriced;
+    return total;
+}
+
+void add_features(PlanFeatures& into, const PlanFeatures& f) noexcept {
+    for (int i = 0; i < kCostClasses; i++) {
+        into.calls[i] += f.calls[i];
+        into.rows[i] += f.rows[i];
+    }
+    into.unpriced += f.unpriced;
+}
+
 StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts) {
-    StatementPrice out{0.0, false, 0};
+    StatementPrice out{0.0, false, 0, facts.plan};
     // In a tile statement, the largest statistics estimate among its box
     // filters prices its tile terms.
     double filter_rows = -1;
     for (std::size_t i = 0; i < n; i++)
         if (facts.builds_tiles && calls[i].kind == CallKind::Bbox && calls[i].known)
             filter_rows = std::max(filter_rows, calls[i].rows);
+    // The term each call stands for; a call merged into another keeps none.
+    Term terms_small[16];
+    Term* terms = n <= 16 ? terms_small : new Term[n];
     for (std::size_t i = 0; i < n; i++) {
         PricedCall& c = calls[i];
         c.same_as = -1;
         c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
-        c.cost = c.folded_into_tile ? 0.0 : price_one(m, c, facts, filter_rows);
+        terms[i] = c.folded_into_tile ? Term{CostClass::Bbox, 0, false} : price_one(m, c, facts, filter_rows);
+        c.cost = c.folded_into_tile ? 0.0 : std::min(m.cost_max, cost_of(m, terms[i]));
     }
     // Same box (or same tile) twice: keep the dearer appearance, zero the other.
     for (std::size_t i = 0; i < n; i++) {
@@ -97,6 +122,7 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
             if ((c_informed && !first_informed) || (c_informed == first_informed && c.cost > first.cost)) {
                 first.cost = c.cost;
                 first.rows = c.rows;
+                terms[j] = terms[i];
             }
             c.cost = 0.0;
             c.same_as = static_cast<int>(j);
@@ -104,10 +130,20 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
         }
     }
     for (std::size_t i = 0; i < n; i++) {
-        out.total += calls[i].cost;
-        if (calls[i].cost > 0) out.charged_calls++;
+        const PricedCall& c = calls[i];
+        if (c.folded_into_tile || c.same_as >= 0) continue;
+        const Term& t = terms[i];
+        if (t.unpriced) {
+            out.features.unpriced += 1;
+        } else {
+            out.features.calls[static_cast<int>(t.cls)] += 1;
+            out.features.rows[static_cast<int>(t.cls)] += t.rows;
+        }
+        if (c.cost > 0) out.charged_calls++;
     }
-    if (out.total > m.cost_max) {
+    if (terms != terms_small) delete[] terms;
+    out.total = price_of(m, out.features);
+    if (!(out.total <= m.cost_max)) {  // NaN too
         out.total = m.cost_max;
         out.clamped = true;
     }

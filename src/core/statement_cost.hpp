@@ -47,15 +47,34 @@ struct PricedCall {
     bool folded_into_tile;
 };
 
+// What a statement is charged for, as quantities per cost class: its price
+// is linear in the weights, Σ_c fixed_c·calls[c] + per_row_c·rows[c]
+// (+ cost_max for each term that could not be priced), before the cost_max
+// clamp. Samples of (features, measured time) fit the weights.
+struct PlanFeatures {
+    double calls[kCostClasses];  // requests / calls charged the class's fixed term
+    double rows[kCostClasses];   // rows charged the class's per-row term
+    double unpriced;             // terms priced at cost_max (an argument known only at run time)
+};
+
+// Σ fixed·calls + per_row·rows + cost_max·unpriced, unclamped.
+double price_of(const CostModel& m, const PlanFeatures& f) noexcept;
+void add_features(PlanFeatures& into, const PlanFeatures& f) noexcept;
+
 struct StatementFacts {
     bool builds_tiles;  // ST_AsMVT / ST_AsMVTGeom / ST_TileEnvelope present
     double limit;       // kNoLimit when there is none (or it is unknown)
+    // Terms the caller priced itself from the plan as a whole (scans, joins,
+    // per-row operators); added to the calls' features. Zero-initialised by
+    // aggregate initialisation when not given.
+    PlanFeatures plan;
 };
 
 struct StatementPrice {
     double total;
     bool clamped;
     int charged_calls;
+    PlanFeatures features;  // total == min(cost_max, price_of(m, features))
 };
 
 StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts);

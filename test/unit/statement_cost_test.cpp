@@ -167,3 +167,81 @@ TEST(StatementCost, SameBoxPrefersTheStatisticsPrice) {
     EXPECT_DOUBLE_EQ(p.total, estimate_known_rows(m, CostClass::Bbox, 40).cost);
     EXPECT_LT(p.total, estimate_radius(m, 2500).cost);
 }
+
+namespace {
+
+double dot(const CostModel& m, const PlanFeatures& f) {
+    double t = m.cost_max * f.unpriced;
+    for (int i = 0; i < kCostClasses; i++) t += m.weights[i].fixed * f.calls[i] + m.weights[i].per_row * f.rows[i];
+    return t;
+}
+
+// Weights unlike the defaults, so that a term counted in the wrong class shows.
+CostModel odd_weights() {
+    CostModel m = default_cost_model();
+    for (int i = 0; i < kCostClasses; i++) m.weights[i] = {1.0 + i * 0.37, 0.001 * (i + 2), 0.0};
+    m.cost_max = 1e9;
+    return m;
+}
+
+}  // namespace
+
+TEST(StatementFeatures, PriceIsLinearInTheWeights) {
+    for (const CostModel& m : {default_cost_model(), odd_weights()}) {
+        const Box b{0, 0, 1000, 1000, 3857};
+        std::vector<std::vector<PricedCall>> statements{
+            {radius(5000)},
+            {bbox(1.0, b), radius(400, b, true), bbox(1.0, b)},
+            {bbox(1.0, {0, 0, 1000, 1000, 3857}), bbox(4.0, {5000, 0, 7000, 2000, 3857}, 77)},
+            {tile_zoom(12, {0, 0, 9784, 9784, 3857}), bbox(95.0, {0, 0, 0.09, 0.09, 4326}, 300)},
+            {tile_zoom(3, {0, 0, 1e7, 1e7, 3857}), tile_zoom(3, {-10, -10, 1e7, 1e7, 3857})},
+        };
+        for (auto& s : statements) {
+            for (StatementFacts f : {kPlain, StatementFacts{false, 10}, StatementFacts{true, kNoLimit}}) {
+                StatementPrice p = price_statement(m, s.data(), s.size(), f);
+                ASSERT_FALSE(p.clamped);
+                EXPECT_NEAR(p.total, dot(m, p.features), 1e-9 * std::max(1.0, p.total));
+                EXPECT_NEAR(p.total, price_of(m, p.features), 1e-9 * std::max(1.0, p.total));
+            }
+        }
+    }
+}
+
+TEST(StatementFeatures, CountsTheChargedTerms) {
+    const CostModel m = default_cost_model();
+    const Box b{0, 0, 1000, 1000, 3857};
+    std::vector<PricedCall> c{bbox(1.0, b, 40), radius(400, b, true)};
+    StatementPrice p = price_statement(m, c.data(), c.size(), kPlain);
+    EXPECT_EQ(p.features.calls[static_cast<int>(CostClass::Bbox)], 1);
+    EXPECT_EQ(p.features.rows[static_cast<int>(CostClass::Bbox)], 40);
+    EXPECT_EQ(p.features.calls[static_cast<int>(CostClass::Radius)], 0);
+    EXPECT_EQ(p.features.unpriced, 0);
+}
+
+TEST(StatementFeatures, PlanTermsAddToTheCalls) {
+    const CostModel m = odd_weights();
+    StatementFacts f{false, kNoLimit};
+    f.plan.calls[static_cast<int>(CostClass::Scan)] = 2;
+    f.plan.rows[static_cast<int>(CostClass::Scan)] = 5000;
+    f.plan.rows[static_cast<int>(CostClass::Distance)] = 700;
+    std::vector<PricedCall> c{radius(5000)};
+    StatementPrice p = price_statement(m, c.data(), c.size(), f);
+    EXPECT_DOUBLE_EQ(p.features.rows[static_cast<int>(CostClass::Scan)], 5000);
+    EXPECT_NEAR(p.total, dot(m, p.features), 1e-9 * p.total);
+    EXPECT_NEAR(p.total, estimate_radius(m, 5000).cost + 2 * m.of(CostClass::Scan).fixed +
+                             5000 * m.of(CostClass::Scan).per_row + 700 * m.of(CostClass::Distance).per_row,
+                1e-9 * p.total);
+}
+
+TEST(StatementFeatures, UnknownTermsAreCountedApart) {
+    const CostModel m = odd_weights();
+    std::vector<PricedCall> c{unknown(CallKind::Radius), radius(10)};
+    StatementPrice p = price_statement(m, c.data(), c.size(), kPlain);
+    EXPECT_EQ(p.features.unpriced, 1);
+    EXPECT_EQ(p.features.calls[static_cast<int>(CostClass::Radius)], 1);
+}
+
+TEST(StatementFeatures, NewClassesHaveNames) {
+    EXPECT_STREQ(cost_class_name(CostClass::Scan), "scan");
+    EXPECT_STREQ(cost_class_name(CostClass::Distance), "distance");
+}
