@@ -138,18 +138,18 @@ void price_and_charge(QueryDesc* qd) {
                                    b.capacity, describe_pricing(p))));
             }
         }
-        metering_admitted(qd, id, b, mode, cost, 0.0, b.capacity);
+        metering_admitted(qd, id, b, mode, cost, 0.0, b.capacity, p.ncalls > 0 ? &p.price.features : nullptr);
         return;
     }
     // An unpriced statement costs nothing to admit, but it pays its measured
     // time and so waits out a debt; without true-up it is free, as in 0.1.
     // Nested in a metered statement, its time is on the outer clock already.
     if (p.ncalls == 0 && (metering_nested() || !true_up_enabled())) {
-        if (!metering_nested()) metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL);  // free: never cut off
+        if (!metering_nested()) metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL, nullptr);  // free: never cut off
         return;
     }
     const Admitted a = admit(id, b, mode, cost, &p);
-    metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left);
+    metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left, p.ncalls > 0 ? &p.price.features : nullptr);
 }
 
 // After the executor's own start: the executor has checked the privileges

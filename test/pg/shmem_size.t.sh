@@ -4,8 +4,9 @@
 # the difference in all allocated shared memory between the same cluster
 # started with and without the library preloaded. The bound is for the bucket
 # table, so the optional per-identity statistics of the pricing hook (their own
-# table, ogc_throttle.max_identity_stats entries) are switched off for it and
-# measured separately.
+# table, ogc_throttle.max_identity_stats entries) and the calibration sample
+# store (ogc_throttle.max_samples) are switched off for it and measured
+# separately.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -16,6 +17,7 @@ without=$(total)
 pg_stop "$DIR" fast
 pg_conf_set "$DIR" "shared_preload_libraries = 'ogc_throttle'"
 pg_conf_set "$DIR" "ogc_throttle.max_identity_stats = 0"
+pg_conf_set "$DIR" "ogc_throttle.max_samples = 0"
 pg_start "$DIR" "$PORT" || { not_ok "server starts with the library preloaded"; tail -n 20 "$DIR/server.log"; tap_exit; }
 with=$(total)
 max_ids=$(q "SHOW ogc_throttle.max_identities")
@@ -36,4 +38,13 @@ with_stats=$(total)
 per_stat=$(awk -v a="$with_stats" -v b="$with" 'BEGIN { printf "%.1f", (a - b) / 10000 }')
 echo "# identity statistics: $((with_stats - with)) bytes for 10000 identities ($per_stat per tracked identity)"
 check "identity statistics take <= 160 bytes per tracked identity (got $per_stat)" fcmp "$per_stat" "<=" 160
+
+# The calibration sample store at its default size, per sample.
+pg_stop "$DIR" fast
+pg_conf_set "$DIR" "ogc_throttle.max_samples = 10000"
+pg_start "$DIR" "$PORT" || { not_ok "server starts with the sample store"; tap_exit; }
+with_samples=$(total)
+per_sample=$(awk -v a="$with_samples" -v b="$with_stats" 'BEGIN { printf "%.1f", (a - b) / 10000 }')
+echo "# sample store: $((with_samples - with_stats)) bytes for 10000 samples ($per_sample per sample)"
+check "the sample store takes <= 96 bytes per sample (got $per_sample)" fcmp "$per_sample" "<=" 96
 tap_exit
