@@ -97,14 +97,15 @@ struct Admitted {
 Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
+    const double owed = metering_take_owed(id, b);
     if (mode == Mode::Reject) {
-        const core::SpendResult r = bucket_spend(id, cost, b);
+        const core::SpendResult r = bucket_spend(id, cost, b, owed);
         const bool refused = r.outcome != core::SpendOutcome::Allowed;
         if (priced || refused) record_statement(id, {refused ? 0.0 : cost, refused, 0});
         if (refused) refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, false, cost);
         return {cost, r.remaining};
     }
-    const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us());
+    const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us(), owed);
     if (r.outcome != core::SpendOutcome::Allowed) {
         record_statement(id, {0.0, true, 0});
         refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, true, cost);
