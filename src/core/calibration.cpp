@@ -83,12 +83,14 @@ Calibration calibrate(const CostModel& m, const Sample* samples, std::size_t n, 
             if (s->features.calls[c] > 0 || s->features.rows[c] > 0) out.samples_of[c]++;
     for (int c = 0; c < kCostClasses; c++) out.fitted_class[c] = out.samples_of[c] >= min_samples;
 
-    // Weighted normal equations G w = h, each sample weighted 1/y² (relative
-    // error); variables scaled to unit diagonal so that calls (~1) and rows
+    // Weighted normal equations G w = h, each sample weighted 1/y: between
+    // absolute error (a few slow statements decide) and relative error (1/y²,
+    // which pulls every estimate low, and under-pricing is the costly
+    // mistake). Variables scaled to unit diagonal so that calls (~1) and rows
     // (~10⁵) converge alike.
     double G[kVars][kVars] = {}, h[kVars] = {};
     for (const Sample* s : use) {
-        const double y = std::max(s->measured_ms, kFloorMs), wt = 1.0 / (y * y);
+        const double y = std::max(s->measured_ms, kFloorMs), wt = 1.0 / y;
         double a[kVars];
         quantities(s->features, a);
         for (int i = 0; i < kVars; i++) {

@@ -2,9 +2,9 @@
 //
 // A statement's estimate is linear in the weights (core/statement_cost.hpp:
 // PlanFeatures), so samples of (features, measured milliseconds) fit them by
-// non-negative least squares. The fit minimises relative error, not absolute:
-// a 2 ms statement priced at 20 ms matters as much as a 2 s one priced at 20 s
-// (squared errors would let a few slow statements decide every weight).
+// non-negative least squares, each sample weighted by 1/measured: plain
+// squared error would let a few slow statements decide every weight, squared
+// relative error (1/measured²) pulls estimates below what statements take.
 // Samples with a term priced at cost_max (an argument known only at run
 // time) say nothing about the weights and are skipped.
 #pragma once

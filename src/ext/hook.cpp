@@ -6,6 +6,7 @@
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/metering.hpp"
+#include "ext/settlement.hpp"
 #include "ext/plan_pricing.hpp"
 #include "ext/settings.hpp"
 #include "ext/sqlstates.hpp"
@@ -97,7 +98,7 @@ struct Admitted {
 Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
-    const double owed = metering_take_owed(id, b);
+    const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b, owed);
         const bool refused = r.outcome != core::SpendOutcome::Allowed;

@@ -8,6 +8,7 @@
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
+#include "ext/settlement.hpp"
 #include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
 
@@ -17,7 +18,6 @@ extern "C" {
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/timeout.h"
 }
@@ -63,85 +63,6 @@ ExecutorEnd_hook_type prev_end = nullptr;
 
 bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 
-// Settlements not yet written to shared memory. A short statement's true-up
-// (a fraction of a millisecond, either way) rides along with the identity's
-// next admission, which visits the bucket anyway; whatever reaches
-// kFlushMs, belongs to another identity, or is left when the backend exits is
-// written at once. Statistics are batched likewise.
-constexpr double kFlushMs = 10;
-constexpr double kStatsFlushMs = 100;
-constexpr int kStatsFlushStatements = 64;
-struct Pending {
-    bool any;
-    IdentityKey id;
-    core::Budget budget;
-    double owed;  // > 0 to charge, < 0 to refund
-    bool stats_any;
-    IdentityKey stats_id;
-    double stats_charge;
-    double stats_measured;
-    int stats_statements;
-};
-Pending pending = {};
-bool exit_flush_registered = false;
-
-bool same_id(const IdentityKey& a, const IdentityKey& b) { return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0; }
-
-void flush_owed() {
-    if (!pending.any) return;
-    pending.any = false;
-    if (pending.owed > 0)
-        bucket_charge(pending.id, pending.owed, pending.budget);
-    else if (pending.owed < 0)
-        bucket_refund(pending.id, -pending.owed, pending.budget);
-    pending.owed = 0;
-}
-
-void flush_stats() {
-    if (!pending.stats_any) return;
-    pending.stats_any = false;
-    record_true_up(pending.stats_id, pending.stats_charge, pending.stats_measured);
-    pending.stats_charge = pending.stats_measured = 0;
-    pending.stats_statements = 0;
-}
-
-void flush_at_exit(int, Datum) {
-    if (!shared_memory_ready()) return;
-    flush_owed();
-    flush_stats();
-}
-
-void owe(const IdentityKey& id, core::Budget b, double amount) {
-    if (amount == 0) return;
-    if (pending.any && (!same_id(pending.id, id) || pending.budget.capacity != b.capacity ||
-                        pending.budget.rate != b.rate))
-        flush_owed();
-    if (!exit_flush_registered) {
-        before_shmem_exit(flush_at_exit, 0);
-        exit_flush_registered = true;
-    }
-    if (!pending.any) {
-        pending.any = true;
-        pending.id = id;
-        pending.budget = b;
-        pending.owed = 0;
-    }
-    pending.owed += amount;
-    if (std::fabs(pending.owed) >= kFlushMs) flush_owed();
-}
-
-void note_stats(const IdentityKey& id, double charge, double measured, int statements) {
-    if (pending.stats_any && !same_id(pending.stats_id, id)) flush_stats();
-    if (!pending.stats_any) {
-        pending.stats_any = true;
-        pending.stats_id = id;
-    }
-    pending.stats_charge += charge;
-    pending.stats_measured += measured;
-    pending.stats_statements += statements;
-    if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
-}
-
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
 volatile sig_atomic_t cutoff_fired = 0;
 
@@ -186,7 +107,7 @@ void finish(Execution* e, bool completed) {
         e->stats_charge -= e->deposit;
     }
     e->deposit = 0;
-    note_stats(e->id, e->stats_charge, e->measured, 1);
+    note_stats(e->id, e->stats_charge, e->measured);
     last = {true, e->estimate, e->measured, e->charged, e->cutoff};
     e->in_use = false;
     e->qd = nullptr;
@@ -385,18 +306,6 @@ void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, 
 }  // namespace
 
 bool metering_nested() { return running != nullptr; }
-
-double metering_take_owed(const IdentityKey& id, core::Budget b) {
-    if (!pending.any) return 0;
-    if (!same_id(pending.id, id) || pending.budget.capacity != b.capacity || pending.budget.rate != b.rate) {
-        flush_owed();
-        return 0;
-    }
-    const double owed = pending.owed;
-    pending.any = false;
-    pending.owed = 0;
-    return owed;
-}
 
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features) {

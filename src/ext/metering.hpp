@@ -30,9 +30,6 @@ void install_metering_hooks();
 // estimate then joins that pass's deposit instead of opening its own).
 bool metering_nested();
 
-// What this backend still owes id's bucket (settled lazily, see metering.cpp),
-// handed over to be settled in the admission's own visit to the bucket.
-double metering_take_owed(const IdentityKey& id, core::Budget b);
 
 // The ExecutorStart hook admitted qd: `deposit` was charged to id (0 in log
 // mode), leaving tokens_left in the bucket.

@@ -10,7 +10,7 @@ set -uo pipefail
 cluster_up 55482 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0" \
   "ogc_throttle.max_samples = 5000"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
-   CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint((i % 1000) * 0.001, (i / 1000) * 0.001), 4326) AS geom
+   CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint(random(), random() * 0.2), 4326) AS geom
      FROM generate_series(1, 200000) i;
    CREATE INDEX ON pts USING gist (geom); ANALYZE pts;" >/dev/null || { not_ok "setup"; tap_exit; }
 
