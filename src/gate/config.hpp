@@ -12,12 +12,22 @@
 
 namespace ot::gate {
 
+// An operation the gate does not price itself, let through at a fixed cost.
+struct PassThrough {
+    std::string service;  // WMS, WFS, WCS, WMTS or another SERVICE value, upper case
+    std::string request;  // REQUEST (or XML root) upper case; "*" for any
+    double cost = 1;
+};
+
 struct Caps {
     std::int64_t max_pixels = 4096LL * 4096LL;  // WIDTH × HEIGHT
     std::int64_t max_side = 0;                  // per side; 0 = no per-side limit
     std::int64_t max_features = 1000;           // WFS COUNT/MAXFEATURES, OGC API limit
     bool clamp_features = false;                // WFS over the cap: clamp instead of refusing
     std::int64_t max_zoom = 24;
+    // What is refused unless listed (see doc/gate.md, "What is refused").
+    bool mapserver_cgi = false;            // mode=, mapsize=, map.* ... (MapServer's own CGI)
+    std::vector<PassThrough> passthrough;  // operations beyond the ones the gate knows
 };
 
 struct Tier {
