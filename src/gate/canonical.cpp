@@ -55,8 +55,9 @@ void canonicalise(OgcRequest& r, const HttpIn& in, const std::string& encoded_pa
         }
     }
     if (r.body_kind == BodyKind::Form && !r.form.params.empty()) {
+        // MAP (the mapfile) in the URL beside a form is MapServer's own idiom.
         for (const Param& p : r.query.params)
-            if (known_ogc_name(p.key) || r.form.find(p.key))
+            if ((known_ogc_name(p.key) && p.key != "MAP") || r.form.find(p.key))
                 return fail(r, "give the request's parameters either in the form body or in the query string, not both",
                             p.name.substr(0, 40));
     }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Differential: each request shape an abusive client might try, sent through
+# the gate to a real MapServer 8 (caps 1 MP, 100 features) and to the echo
+# upstream. Either the gate refuses it with the protocol's exception, or
+# MapServer's actual answer is within the caps (PNG size, feature count),
+# and the echo upstream shows the canonical text the gate forwarded.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/test/lib/tap.sh"
+. "$root/test/gate/lib/mapserver.sh"
+. "$root/test/gate/lib/gate.sh"
+MS=18520 GATE=18521 ADMIN=18522 ECHO=18523 GATE2=18524 ADMIN2=18525
+tmp=$(mktemp -d)
+echo_pid=
+cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g2"; ms_stop "$tmp/ms"; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+[ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
+ms_start "$tmp/ms" "$MS" 500 "http://127.0.0.1:$GATE/" || { not_ok "MapServer starts"; tap_exit; }
+CAPS=(--max-pixels 1000000 --max-features 100 --burst 100000 --rate 10000)
+gate_start "$tmp/g" "$GATE" "$ADMIN" "http://127.0.0.1:$MS" "${CAPS[@]}" || { not_ok "gate starts"; tap_exit; }
+/usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO" 2>"$tmp/echo.err" & echo_pid=$!
+gate_start "$tmp/g2" "$GATE2" "$ADMIN2" "http://127.0.0.1:$ECHO" "${CAPS[@]}" || { not_ok "gate 2 starts"; tap_exit; }
+for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$ECHO/" && break; sleep 0.1; done
+ok "MapServer, echo upstream and two gates started"
+
+# What an answer is: "png WxH", "features N", or "refused: <exception text>".
+answer() {
+  curl -s --max-time 20 -o "$tmp/ans" "$@"
+  /usr/bin/python3 - "$tmp/ans" <<'PY'
+import re, struct, sys
+d = open(sys.argv[1], 'rb').read()
+if d[:8] == b'\x89PNG\r\n\x1a\n':
+    print('png %dx%d' % struct.unpack('>II', d[16:24]))
+elif b'FeatureCollection' in d:
+    print('features %d' % len(re.findall(rb'<wfs:member>|<gml:featureMember>', d)))
+else:
+    m = re.search(rb'<(?:ows:ExceptionText|ServiceException)(?:\s[^>]*)?>([^<]*)', d) or re.search(rb'"detail":"([^"]*)', d)
+    print('refused: ' + (m.group(1) if m else d[:120]).decode('latin1').replace('\n', ' '))
+PY
+}
+within() {  # description answer: refused, or a PNG of at most 1 MP, or at most 100 features
+  local d=$1 a=$2
+  case $a in
+    refused:*) ok "$d -> ${a:0:90}" ;;
+    png\ *) local wh=${a#png } w h; w=${wh%x*}; h=${wh#*x}
+            if [ $((w * h)) -le 1000000 ]; then ok "$d -> $a (within 1 MP)"; else not_ok "$d -> $a OVER the cap"; fi ;;
+    features\ *) local n=${a#features }
+            if [ "$n" -le 100 ]; then ok "$d -> $a (within 100)"; else not_ok "$d -> $a OVER the cap"; fi ;;
+    *) not_ok "$d -> unexpected answer '$a'" ;;
+  esac
+}
+refused() {  # description answer
+  case $2 in refused:*) ok "$1 -> ${2:0:90}" ;; *) not_ok "$1: expected a refusal, got '$2'" ;; esac
+}
+G="http://127.0.0.1:$GATE/" D="http://127.0.0.1:$MS/" E="http://127.0.0.1:$GATE2"
+M="SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=35,-10,45,30&FORMAT=image/png"
+F="SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=pts"
+
+# --- encoded delimiters, blanks, spellings --------------------------------
+q="$M&WIDTH=10&HEIGHT=10&WIDTH%3D2000=&HEIGHT%3D2000="
+check_eq "(control) MapServer reads WIDTH%3D2000= as WIDTH=2000" "png 2000x2000" "$(answer "$D?$q")"
+refused "encoded '=' in a parameter name (GetMap)" "$(answer "$G?$q")"
+refused "encoded '=' in a parameter name (COUNT%3D500=)" "$(answer "$G?$F&COUNT=10&COUNT%3D500=")"
+refused "encoded '&' in a parameter name" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&X%26WIDTH=2000")"
+refused "trailing blank in a name (LAYERS%20=)" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&LAYERS%20=pts")"
+refused "leading blank in a name (+WIDTH=2000)" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&+WIDTH=2000")"
+refused "two spellings of WIDTH with different values" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&width=2000")"
+within "two spellings of WIDTH with one value" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&width=64")"
+refused "NUL in a value (WIDTH=64%00)" "$(answer "$G?$M&WIDTH=64%00&HEIGHT=64")"
+refused "malformed escape" "$(answer "$G?$M&WIDTH=64&HEIGHT=6%4")"
+
+# --- other places MapServer reads parameters from --------------------------
+check_eq "(control) MapServer reads a Cookie as parameters" "png 2000x2000" \
+  "$(answer -H 'Cookie: WIDTH=2000; HEIGHT=2000' "$D?$M&WIDTH=64&HEIGHT=64")"
+refused "Cookie carrying WIDTH/HEIGHT" "$(answer -H 'Cookie: WIDTH=2000; HEIGHT=2000' "$G?$M&WIDTH=64&HEIGHT=64")"
+within "an unrelated cookie passes" "$(answer -H 'Cookie: session=abc' "$G?$M&WIDTH=64&HEIGHT=64")"
+check_eq "(control) MapServer prefers the query string over a form body" "png 2000x2000" \
+  "$(answer -d "$M&WIDTH=64&HEIGHT=64" "$D?WIDTH=2000&HEIGHT=2000")"
+refused "form body and query string both with OGC parameters" "$(answer -d "$M&WIDTH=64&HEIGHT=64" "$G?WIDTH=2000&HEIGHT=2000")"
+check_eq "form body alone: checked and answered" "png 64x64" "$(answer -d "$M&WIDTH=64&HEIGHT=64" "$G")"
+refused "form body over the cap" "$(answer -d "$M&WIDTH=2000&HEIGHT=2000" "$G")"
+refused "XML body with OGC parameters in the query string" \
+  "$(answer -H 'Content-Type: text/xml' --data-binary '<GetFeature service="WFS" version="2.0.0"><Query typeNames="pts"/></GetFeature>' "$G?COUNT=500")"
+refused "a body that is neither form, XML nor JSON" "$(answer -H 'Content-Type: text/plain' --data-binary 'WIDTH=2000' "$G?$M&WIDTH=64&HEIGHT=64")"
+
+# --- operations and modes ----------------------------------------------------
+check_eq "(control) MapServer's CGI mode=map draws 2000x2000" "png 2000x2000" "$(answer "$D?mode=map&mapsize=2000+2000&layers=pts")"
+refused "mode=map&mapsize=2000+2000" "$(answer "$G?mode=map&mapsize=2000+2000&layers=pts")"
+refused "map.size override beside a GetMap" "$(answer "$G?$M&WIDTH=64&HEIGHT=64&map.size=2000+2000")"
+refused "REQUEST=map (WMS 1.0 GetMap) over the cap" \
+  "$(answer "$G?SERVICE=WMS&WMTVER=1.0.0&REQUEST=map&LAYERS=pts&STYLES=&SRS=EPSG:4326&BBOX=-10,35,30,45&FORMAT=image/png&WIDTH=2000&HEIGHT=2000")"
+within "REQUEST=map within the cap" \
+  "$(answer "$G?SERVICE=WMS&VERSION=1.1.1&REQUEST=map&LAYERS=pts&STYLES=&SRS=EPSG:4326&BBOX=-10,35,30,45&FORMAT=image/png&WIDTH=64&HEIGHT=64")"
+refused "unknown WMS operation" "$(answer "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetPrint&WIDTH=2000")"
+refused "unknown service" "$(answer "$G?SERVICE=SOS&REQUEST=GetObservation")"
+refused "GetLegendGraphic 2000x2000" "$(answer "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetLegendGraphic&LAYER=pts&FORMAT=image/png&SLD_VERSION=1.1.0&WIDTH=2000&HEIGHT=2000")"
+check "GetCapabilities passes" grep -q "<WMS_Capabilities" <<<"$(curl -s "$G?SERVICE=WMS&REQUEST=GetCapabilities")"
+
+# --- WFS counts ----------------------------------------------------------------
+check_eq "(control) MapServer: RESULTTYPE=hits%20 is not hits, all 500 features" "features 500" "$(answer "$D?$F&RESULTTYPE=hits%20")"
+within "RESULTTYPE=hits%20 gets a count injected" "$(answer "$G?$F&RESULTTYPE=hits%20")"
+within "RESULTTYPE=HITS is hits" "$(answer "$G?$F&RESULTTYPE=HITS")"
+refused "COUNT and MAXFEATURES together" "$(answer "$G?$F&COUNT=10&MAXFEATURES=500")"
+X='xmlns:wfs="http://www.opengis.net/wfs/2.0"'
+xml() { answer -H 'Content-Type: text/xml' --data-binary "$1" "$G"; }
+within "XML with a byte-order mark" "$(xml "$(printf '\xef\xbb\xbf')<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+within "XML with a lower-case root" "$(xml "<wfs:getfeature service=\"WFS\" version=\"2.0.0\" $X><wfs:Query typeNames=\"pts\"/></wfs:getfeature>")"
+check_eq "(control) MapServer reads x:count=300" "features 300" \
+  "$(answer -H 'Content-Type: text/xml' --data-binary "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X xmlns:x=\"urn:x\" x:count=\"300\"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>" "$D")"
+refused "XML count in a foreign namespace (x:count=300)" "$(xml "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X xmlns:x=\"urn:x\" x:count=\"300\"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+refused "XML COUNT in upper case (300)" "$(xml "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X COUNT=\"300\"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+refused "XML count and x:count together" "$(xml "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X xmlns:x=\"urn:x\" x:count=\"300\" count=\"5\"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+refused "XML count as a child element" "$(xml "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X><count>300</count><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+within "XML resultType=\"hits \" gets a count injected" "$(xml "<wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X resultType=\"hits \"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+refused "XML with a DOCTYPE" "$(xml "<!DOCTYPE x [<!ENTITY c \"300\">]><wfs:GetFeature service=\"WFS\" version=\"2.0.0\" $X count=\"&c;\"><wfs:Query typeNames=\"pts\"/></wfs:GetFeature>")"
+
+# --- what the upstream received (echo) ---------------------------------------------
+seen() { curl -s --max-time 10 "$@" | head -1; }
+check_eq "names upper-cased, values re-encoded by the gate" \
+  "GET /?SERVICE=wms&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=35,-10,45,30&FORMAT=image/png&WIDTH=64&HEIGHT=32&vendor=a%20b" \
+  "$(seen "$E/?service=wms&version=1.3.0&request=GetMap&layers=pts&styles=&crs=EPSG:4326&bbox=35%2C-10%2C45%2C30&format=image%2Fpng&Width=64&height=32&vendor=a+b")"
+check_eq "one value per name" "GET /?SERVICE=WMS&REQUEST=GetCapabilities&WIDTH=1" \
+  "$(seen "$E/?SERVICE=WMS&REQUEST=GetCapabilities&WIDTH=1&width=1")"
+check_eq "repeated SUBSET is kept, in order" \
+  "GET /?SERVICE=WCS&VERSION=2.0.1&REQUEST=DescribeCoverage&COVERAGEID=c&SUBSET=x%280,10%29&SUBSET=y%280,10%29" \
+  "$(seen "$E/?SERVICE=WCS&VERSION=2.0.1&REQUEST=DescribeCoverage&COVERAGEID=c&SUBSET=x(0,10)&subset=y(0,10)")"
+check_eq "injected count in the canonical spelling" "GET /?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=pts&COUNT=100" \
+  "$(seen "$E/?service=WFS&version=2.0.0&request=GetFeature&typenames=pts")"
+check_eq "dot segments resolved before forwarding" "GET /private/x?a=1" "$(seen --path-as-is "$E/tiles/../private/x?a=1")"
+check_eq "encoded dot segments too" "GET /private/x" "$(seen --path-as-is "$E/tiles/%2e%2E/private/x")"
+check_eq "empty segments merged" "GET /tiles/3/1/2.png" "$(seen --path-as-is "$E//tiles///3/1/2.png")"
+check "encoded '/' in a segment refused" grep -q "encoded '/'" <<<"$(curl -s --path-as-is "$E/tiles/a%2Fb/x")"
+check "'..' above the root refused" grep -q "above the root" <<<"$(curl -s --path-as-is "$E/../etc/passwd")"
+check_eq "OGC API names kept in their spelling" "GET /collections/pts/items?limit=5&f=json" "$(seen "$E/collections/pts/items?limit=5&f=json")"
+check "OGC API name in another case refused" grep -q "spelt limit" <<<"$(curl -s "$E/collections/pts/items?LIMIT=5000")"
+check_eq "form body re-serialised" "SERVICE=WMS&REQUEST=GetCapabilities&X=a%20b" \
+  "$(curl -s -d 'service=WMS&request=GetCapabilities&X=a+b' "$E/" | tail -1)"
+check_eq "a GET's body is not forwarded" "" "$(curl -s -X GET -d 'WIDTH=2000' "$E/?SERVICE=WMS&REQUEST=GetCapabilities" | sed -n '/^$/,$p' | tr -d '\n')"
+tap_exit
