@@ -5,6 +5,7 @@
 
 #include "gate/bodies.hpp"
 #include "gate/canonical.hpp"
+#include "gate/coverage.hpp"
 #include "gate/kvp.hpp"
 #include "gate/text.hpp"
 
@@ -214,7 +215,7 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
             check_size(r, caps, out);
             break;
         case Op::GetCoverage:
-            if (r.width || r.height) check_size(r, caps, out);
+            check_coverage(r, caps, out);
             break;
         case Op::GetFeature:
             check_wfs_count(r, in, caps, out);

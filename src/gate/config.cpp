@@ -246,6 +246,7 @@ Config load_config_file(const std::string& path, Config c) {
             }
         }
     }
+    c.caps.coverage_default_megapixels = c.pricing.coverage_default_megapixels;
     const std::string problem = config_problem(c);
     if (!problem.empty()) bad(path, problem);
     return c;

@@ -26,6 +26,9 @@ struct Caps {
     bool clamp_features = false;                // WFS over the cap: clamp instead of refusing
     std::int64_t max_zoom = 24;
     // What is refused unless listed (see doc/gate.md, "What is refused").
+    // A coverage asked for at its native grid is taken to be this large
+    // (the gate cannot see the grid); copied from cost.coverage_default_megapixels.
+    double coverage_default_megapixels = 16;
     bool mapserver_cgi = false;            // mode=, mapsize=, map.* ... (MapServer's own CGI)
     std::vector<PassThrough> passthrough;  // operations beyond the ones the gate knows
 };

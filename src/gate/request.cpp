@@ -181,8 +181,17 @@ void parse_kvp(OgcRequest& r) {
             break;
         }
         case Op::GetCoverage: {
+            // The size is judged in coverage.cpp; the box it may need is read here.
             if (const Param* p = kvp(r, "WIDTH")) r.width = p->value;
             if (const Param* p = kvp(r, "HEIGHT")) r.height = p->value;
+            const Param* b = kvp(r, "BBOX");
+            const bool v11 = !b;
+            if (!b) b = kvp(r, "BOUNDINGBOX");
+            if (b) {
+                BboxIn box{};
+                if (!parse_bbox(b->value, box, v11, true)) return fail(r, "the bounding box must be four numbers", b->key);
+                r.bbox = box;
+            }
             break;
         }
         default:

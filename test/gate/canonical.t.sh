@@ -8,10 +8,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
 . "$root/test/gate/lib/gate.sh"
-MS=18520 GATE=18521 ADMIN=18522 ECHO=18523 GATE2=18524 ADMIN2=18525
+MS=18520 GATE=18521 ADMIN=18522 ECHO=18523 GATE2=18524 ADMIN2=18525 MSR=18526 GATE3=18527 ADMIN3=18528
 tmp=$(mktemp -d)
 echo_pid=
-cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g2"; ms_stop "$tmp/ms"; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g2"; gate_stop "$tmp/g3"; ms_stop "$tmp/ms"; ms_stop "$tmp/msr"; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 [ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
@@ -136,4 +136,44 @@ check "OGC API name in another case refused" grep -q "spelt limit" <<<"$(curl -s
 check_eq "form body re-serialised" "SERVICE=WMS&REQUEST=GetCapabilities&X=a%20b" \
   "$(curl -s -d 'service=WMS&request=GetCapabilities&X=a+b' "$E/" | tail -1)"
 check_eq "a GET's body is not forwarded" "" "$(curl -s -X GET -d 'WIDTH=2000' "$E/?SERVICE=WMS&REQUEST=GetCapabilities" | sed -n '/^$/,$p' | tr -d '\n')"
+
+# --- WCS: every way to ask for a size (a 1000x500 GeoTIFF behind MapServer) ------------
+ms_start_raster "$tmp/msr" "$MSR" "http://127.0.0.1:$GATE3/" || not_ok "raster MapServer starts"
+gate_start "$tmp/g3" "$GATE3" "$ADMIN3" "http://127.0.0.1:$MSR" "${CAPS[@]}" || not_ok "gate 3 starts"
+cov() {  # "tiff WxH" or "refused: ..."
+  curl -s --max-time 20 -o "$tmp/cov" "$1"
+  local s; s=$(gdalinfo "$tmp/cov" 2>/dev/null | sed -nE 's/^Size is ([0-9]+), ([0-9]+)/tiff \1x\2/p')
+  [ -n "$s" ] && { echo "$s"; return; }
+  echo "refused: $(grep -o 'ExceptionText>[^<]*\|ServiceException [^>]*>[^<]*' "$tmp/cov" | head -1 | sed 's/.*>//')"
+}
+wcs_within() {  # description answer
+  case $2 in
+    refused:*) ok "$1 -> ${2:0:90}" ;;
+    tiff\ *) local wh=${2#tiff } w h; w=${wh%x*}; h=${wh#*x}
+             if [ $((w * h)) -le 1000000 ]; then ok "$1 -> $2 (within 1 MP)"; else not_ok "$1 -> $2 OVER the cap"; fi ;;
+    *) not_ok "$1 -> unexpected '$2'" ;;
+  esac
+}
+C1="SERVICE=WCS&VERSION=1.0.0&REQUEST=GetCoverage&COVERAGE=dem&CRS=EPSG:4326&BBOX=-10,35,30,45&FORMAT=GTiff"
+C2="SERVICE=WCS&VERSION=2.0.1&REQUEST=GetCoverage&COVERAGEID=dem&FORMAT=image/tiff"
+W3="http://127.0.0.1:$GATE3/" D3="http://127.0.0.1:$MSR/"
+check_eq "(control) MapServer: RESX/RESY=0.01 over the box is 4000x1000" "tiff 4000x1000" "$(cov "$D3?$C1&RESX=0.01&RESY=0.01")"
+refused "WCS 1.0 RESX/RESY giving 4 MP" "$(cov "$W3?$C1&RESX=0.01&RESY=0.01")"
+check_eq "WCS 1.0 RESX/RESY within the cap" "tiff 400x100" "$(cov "$W3?$C1&RESX=0.1&RESY=0.1")"
+check_eq "WCS 1.0 WIDTH/HEIGHT within the cap" "tiff 100x50" "$(cov "$W3?$C1&WIDTH=100&HEIGHT=50")"
+refused "WCS 1.0 WIDTH/HEIGHT over the cap" "$(cov "$W3?$C1&WIDTH=2000&HEIGHT=1000")"
+refused "WCS 1.0 both WIDTH/HEIGHT and RESX/RESY" "$(cov "$W3?$C1&WIDTH=100&HEIGHT=50&RESX=0.01&RESY=0.01")"
+refused "WCS 1.0 without any size (the standard requires one)" "$(cov "$W3?$C1")"
+check_eq "(control) MapServer: SCALESIZE=x(1500),y(1000)" "tiff 1500x1000" "$(cov "$D3?$C2&SCALESIZE=x(1500),y(1000)")"
+refused "WCS 2.0 SCALESIZE over the cap" "$(cov "$W3?$C2&SCALESIZE=x(1500),y(1000)")"
+check_eq "WCS 2.0 SCALESIZE within the cap" "tiff 500x300" "$(cov "$W3?$C2&SCALESIZE=x(500),y(300)")"
+refused "WCS 2.0 SCALEEXTENT over the cap" "$(cov "$W3?$C2&SCALEEXTENT=x(0:1500),y(0:1000)")"
+check_eq "(control) MapServer: SCALEFACTOR=3 is 3000x1500" "tiff 3000x1500" "$(cov "$D3?$C2&SCALEFACTOR=3")"
+refused "WCS 2.0 SCALEFACTOR above 1" "$(cov "$W3?$C2&SCALEFACTOR=3")"
+refused "WCS 2.0 SCALEAXES above 1" "$(cov "$W3?$C2&SCALEAXES=x(2),y(2)")"
+check_eq "WCS 2.0 SCALEFACTOR=0.2" "tiff 200x100" "$(cov "$W3?$C2&SCALEFACTOR=0.2")"
+check_eq "(control) MapServer reads SIZEX=x(1500) by prefix" "tiff 1500x500" "$(cov "$D3?$C2&SIZEX=x(1500)")"
+refused "WCS 2.0 SIZEX=x(1500) (a name read by prefix)" "$(cov "$W3?$C2&SIZEX=x(1500)")"
+check_eq "WCS 2.0 repeated SUBSET accepted" "tiff 250x200" "$(cov "$W3?$C2&SUBSET=x(0,10)&SUBSET=y(36,40)")"
+refused "WCS 2.0 SCALESIZE and SCALEFACTOR together" "$(cov "$W3?$C2&SCALESIZE=x(10),y(10)&SCALEFACTOR=0.5")"
 tap_exit
