@@ -117,11 +117,14 @@ void place_count(const OgcRequest& r, const HttpIn& in, const std::string& key, 
             if (auto b = rewrite_json_limit(in.body, value)) out.new_body = std::move(*b);
             else out.error = bad("InvalidParameterValue", key, "The request body could not be rewritten.");
             return;
-        case BodyKind::Form: {
-            const std::string u = to_upper(key);
-            out.new_body = serialise_query(r.form.params, u, u, v);
-            return;
-        }
+        case BodyKind::Form:
+            // Where the request's parameters are: an empty form leaves them in the query.
+            if (!r.form.params.empty()) {
+                const std::string u = to_upper(key);
+                out.new_body = serialise_query(r.form.params, u, u, v);
+                return;
+            }
+            [[fallthrough]];
         default: {
             // OGC API spells its parameters in lower case, KVP in upper.
             const std::string u = to_upper(key);
