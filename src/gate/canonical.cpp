@@ -61,10 +61,12 @@ void canonicalise(OgcRequest& r, const HttpIn& in, const std::string& encoded_pa
                 return fail(r, "give the request's parameters either in the form body or in the query string, not both",
                             p.name.substr(0, 40));
     }
-    if (r.body_kind == BodyKind::WfsXml) {
+    // The gate prices the body; MapServer reads the query string beside it.
+    if (r.body_kind == BodyKind::WfsXml || r.body_kind == BodyKind::SearchJson) {
         for (const Param& p : r.query.params)
-            if (known_ogc_name(p.key))
-                return fail(r, "an XML request takes no OGC parameters in the query string", p.name.substr(0, 40));
+            if (known_ogc_name(p.key) && p.key != "MAP" && !(r.body_kind == BodyKind::SearchJson && ogcapi_spelling(p.key)))
+                return fail(r, "a request with an XML or JSON body takes no OGC parameters in the query string",
+                            p.name.substr(0, 40));
     }
     check_names(r, r.query);
     check_names(r, r.form);

@@ -213,6 +213,12 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
             // WMTS feature info is a point in a tile: it has a level, no size.
             if (r.service == Service::Wmts) check_zoom(r, caps, out);
             else check_size(r, caps, out);
+            // FEATURE_COUNT is a feature count like any other.
+            if (!out.error && r.feature_info_count > static_cast<double>(caps.max_features))
+                out.error = over("FEATURE_COUNT", "GetFeatureInfo asked for FEATURE_COUNT=" +
+                                                      std::to_string(static_cast<long long>(r.feature_info_count)) +
+                                                      "; this service returns at most " +
+                                                      std::to_string(caps.max_features) + " features per request.");
             break;
         case Op::GetMap:
             check_size(r, caps, out);

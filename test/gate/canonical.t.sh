@@ -81,6 +81,8 @@ check_eq "form body alone: checked and answered" "png 64x64" "$(answer -d "$M&WI
 refused "form body over the cap" "$(answer -d "$M&WIDTH=2000&HEIGHT=2000" "$G")"
 refused "XML body with OGC parameters in the query string" \
   "$(answer -H 'Content-Type: text/xml' --data-binary '<GetFeature service="WFS" version="2.0.0"><Query typeNames="pts"/></GetFeature>' "$G?COUNT=500")"
+refused "JSON body with WMS parameters in the query string" \
+  "$(answer -H 'Content-Type: application/json' --data-binary '{"limit":1}' "$G?$M&WIDTH=2000&HEIGHT=2000")"
 refused "a body that is neither form, XML nor JSON" "$(answer -H 'Content-Type: text/plain' --data-binary 'WIDTH=2000' "$G?$M&WIDTH=64&HEIGHT=64")"
 
 # --- operations and modes ----------------------------------------------------
@@ -91,6 +93,8 @@ refused "REQUEST=map (WMS 1.0 GetMap) over the cap" \
   "$(answer "$G?SERVICE=WMS&WMTVER=1.0.0&REQUEST=map&LAYERS=pts&STYLES=&SRS=EPSG:4326&BBOX=-10,35,30,45&FORMAT=image/png&WIDTH=2000&HEIGHT=2000")"
 within "REQUEST=map within the cap" \
   "$(answer "$G?SERVICE=WMS&VERSION=1.1.1&REQUEST=map&LAYERS=pts&STYLES=&SRS=EPSG:4326&BBOX=-10,35,30,45&FORMAT=image/png&WIDTH=64&HEIGHT=64")"
+refused "GetFeatureInfo FEATURE_COUNT=500 over the feature cap" \
+  "$(answer "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetFeatureInfo&LAYERS=pts&QUERY_LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=35,-10,45,30&WIDTH=64&HEIGHT=64&I=5&J=5&INFO_FORMAT=text/html&FEATURE_COUNT=500")"
 refused "unknown WMS operation" "$(answer "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetPrint&WIDTH=2000")"
 refused "unknown service" "$(answer "$G?SERVICE=SOS&REQUEST=GetObservation")"
 refused "GetLegendGraphic 2000x2000" "$(answer "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetLegendGraphic&LAYER=pts&FORMAT=image/png&SLD_VERSION=1.1.0&WIDTH=2000&HEIGHT=2000")"

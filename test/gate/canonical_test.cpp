@@ -97,6 +97,9 @@ TEST(Canonical, BodiesTheGateCannotRead) {
     EXPECT_NE(refused(req("/?COUNT=5000", "POST", "text/xml",
                           "<GetFeature service=\"WFS\" version=\"2.0.0\"><Query typeNames=\"p\"/></GetFeature>")),
               "");
+    EXPECT_NE(refused(req("/?SERVICE=WMS&REQUEST=GetMap&WIDTH=8192&HEIGHT=8192", "POST", "application/json",
+                          "{\"limit\": 1}")),
+              "");
     // UTF-16 is not sniffed as XML: refused, not forwarded unchecked.
     EXPECT_NE(refused(req("/", "POST", "text/xml", std::string("\xFF\xFE<\0G\0", 6))), "");
 }
@@ -130,6 +133,9 @@ TEST(Canonical, OperationsKnownOrConfigured) {
     EXPECT_EQ(tx.fixed_cost, 25);
     EXPECT_EQ(caps_of("/?SERVICE=SOS&REQUEST=GetObservation", c).fixed_cost, 3);
     EXPECT_TRUE(caps_of("/?SERVICE=WMS&REQUEST=GetLegendGraphic&LAYER=x&WIDTH=5000&HEIGHT=5000").error);
+    EXPECT_TRUE(caps_of(kMap.substr(0, kMap.find("REQUEST")) + "REQUEST=GetFeatureInfo&WIDTH=10&HEIGHT=10&I=1&J=1"
+                        "&QUERY_LAYERS=pts&FEATURE_COUNT=5000")
+                    .error);
 }
 
 TEST(Canonical, ResultTypeComparedExactly) {
