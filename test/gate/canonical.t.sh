@@ -8,10 +8,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
 . "$root/test/gate/lib/gate.sh"
-MS=18520 GATE=18521 ADMIN=18522 ECHO=18523 GATE2=18524 ADMIN2=18525 MSR=18526 GATE3=18527 ADMIN3=18528
+MS=18520 GATE=18521 ADMIN=18522 ECHO=18523 GATE2=18524 ADMIN2=18525 MSR=18526 GATE3=18527 ADMIN3=18528 GATE4=18529 ADMIN4=18519
 tmp=$(mktemp -d)
 echo_pid=
-cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g2"; gate_stop "$tmp/g3"; ms_stop "$tmp/ms"; ms_stop "$tmp/msr"; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { gate_stop "$tmp/g"; gate_stop "$tmp/g2"; gate_stop "$tmp/g3"; gate_stop "$tmp/g4"; ms_stop "$tmp/ms"; ms_stop "$tmp/msr"; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 [ -x "$GATE_BIN" ] || make -s -C "$root" bin/ogc-gate >/dev/null
@@ -140,6 +140,18 @@ check "OGC API name in another case refused" grep -q "spelt limit" <<<"$(curl -s
 check_eq "form body re-serialised" "SERVICE=WMS&REQUEST=GetCapabilities&X=a%20b" \
   "$(curl -s -d 'service=WMS&request=GetCapabilities&X=a+b' "$E/" | tail -1)"
 check_eq "a GET's body is not forwarded" "" "$(curl -s -X GET -d 'WIDTH=2000' "$E/?SERVICE=WMS&REQUEST=GetCapabilities" | sed -n '/^$/,$p' | tr -d '\n')"
+
+# --- identities that cost something to mint -------------------------------------
+gate_start "$tmp/g4" "$GATE4" "$ADMIN4" "http://127.0.0.1:$ECHO" --burst 5 --rate 0.0001 || not_ok "gate 4 starts"
+admitted=0
+for i in $(seq 1 20); do
+  h=(-H "X-Api-Key: made-up-$i-$RANDOM"); [ $((i % 2)) = 0 ] && h=(-H "Authorization: Bearer tok-$i-$RANDOM")
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "${h[@]}" "http://127.0.0.1:$GATE4/?SERVICE=WMS&REQUEST=GetCapabilities")" = 200 ] && admitted=$((admitted + 1))
+done
+check_eq "20 rotating made-up credentials from one address: admitted work = that address's budget (5 units)" 5 "$admitted"
+check "/buckets holds one bucket for them, keyed by the address" \
+  /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["keys"] == 1 and d["buckets"][0]["key"].startswith("ip:")' \
+  < <(curl -s "http://127.0.0.1:$ADMIN4/buckets")
 
 # --- WCS: every way to ask for a size (a 1000x500 GeoTIFF behind MapServer) ------------
 ms_start_raster "$tmp/msr" "$MSR" "http://127.0.0.1:$GATE3/" || not_ok "raster MapServer starts"
