@@ -202,7 +202,8 @@ Config load_config_file(const std::string& path, Config c) {
         }
     }
     if (const YAML::Node id = root["identity"]) {
-        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret"}, "identity");
+        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret", "jwt_hs256_key"}, "identity");
+        get(id, "jwt_hs256_key", c.jwt_hs256_key, "identity");
         get(id, "hash_secret", c.hash_secret, "identity");
         get(id, "key_headers", c.key_headers, "identity");
         c.trusted_proxies = cidrs(id["trusted_proxies"], "identity.trusted_proxies");

@@ -103,6 +103,9 @@ struct Config {
     // means a random one per process start.
     std::string hash_secret;
     std::vector<std::string> key_headers = {"Authorization", "X-Api-Key"};
+    // When set, "Authorization: Bearer <HS256 JWT>" verified with this key
+    // keys a bucket by its "sub" and may name its tier ("tier" claim).
+    std::string jwt_hs256_key;
     std::vector<Cidr> trusted_proxies;
     // A burst above cost_max (500) means no single request is "never fits" by default.
     std::vector<Tier> tiers = {{"public", {1000.0, 100.0}, {}, {}}};

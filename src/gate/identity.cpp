@@ -5,7 +5,9 @@
 #include <openssl/sha.h>
 
 #include <cstdio>
+#include <ctime>
 
+#include "gate/jwt.hpp"
 #include "gate/text.hpp"
 
 namespace ot::gate {
@@ -97,8 +99,20 @@ Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
     id.client = client_address(h, peer, c.trusted_proxies);
     // A credential keys a bucket of its own only when a tier lists it: made-up
     // keys cost nothing to mint, so they are charged to the address.
-    std::string tier_hash;
+    std::string tier_hash, claimed_tier;
+    if (!c.jwt_hs256_key.empty()) {
+        const auto auth = header_value(h, "Authorization");
+        const std::string cred = auth ? credential("Authorization", *auth) : std::string();
+        if (cred.rfind("bearer ", 0) == 0)
+            if (auto claims = verify_hs256(std::string_view(cred).substr(7), c.jwt_hs256_key,
+                                           static_cast<std::int64_t>(std::time(nullptr)))) {
+                id.hash = keyed_hash(c.hash_secret, "jwt:" + (claims->sub.empty() ? cred : claims->sub));
+                id.key = "jwt:" + id.hash;
+                claimed_tier = claims->tier;
+            }
+    }
     for (const std::string& name : c.key_headers) {
+        if (!id.key.empty()) break;
         auto v = header_value(h, name);
         if (!v || trim(*v).empty()) continue;
         const std::string cred = credential(name, *v);
@@ -123,6 +137,13 @@ Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
         id.key = "ip:" + id.hash;
     }
     id.tier = c.default_tier;
+    // A verified token names its tier; listed keys and networks are for the rest.
+    if (!claimed_tier.empty())
+        for (const Tier& t : c.tiers)
+            if (t.name == claimed_tier) {
+                id.tier = t.name;
+                return id;
+            }
     for (const Tier& t : c.tiers) {
         bool match = false;
         for (const std::string& k : t.key_hashes) match |= !tier_hash.empty() && k == tier_hash;

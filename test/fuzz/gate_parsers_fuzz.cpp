@@ -11,6 +11,9 @@
 #include "gate/coalescer.hpp"
 #include "gate/decision.hpp"
 #include "gate/identity.hpp"
+#include "gate/jwt.hpp"
+#include "gate/kvp.hpp"
+#include "gate/path.hpp"
 #include "gate/text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -51,6 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (a.req.body_kind == ot::gate::BodyKind::Form && (!e.body || !d.body || *e.body != *d.body)) __builtin_trap();
     }
 
+    (void)ot::gate::verify_hs256(rest, "k", 1700000000);
+    (void)ot::gate::normalise_path(rest, nullptr);
+    (void)ot::gate::cookie_names(rest);
     (void)ot::gate::percent_decode(rest, sel & 16);
     (void)ot::gate::parse_double(rest);
     (void)ot::gate::parse_cidr(rest);
