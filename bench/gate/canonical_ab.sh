@@ -2,8 +2,8 @@
 # What canonical forwarding costs: pass-through throughput of two gate
 # binaries (OLD, NEW) in front of nginx serving a static 20 kB body, with a
 # typical 11-parameter KVP query, alternating rounds. Prints the median of
-# the per-round NEW/OLD ratios.
-#   OLD=/path/to/old/ogc-gate [NEW=bin/ogc-gate] [ROUNDS=5] [SECS=4] bench/gate/canonical_ab.sh
+# the per-round NEW/OLD ratios. MODE=reject compares the 429 path instead.
+#   OLD=/path/to/old/ogc-gate [NEW=bin/ogc-gate] [ROUNDS=5] [SECS=4] [MODE=pass|reject] bench/gate/canonical_ab.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 OLD=${OLD:?set OLD to the ogc-gate binary to compare with} NEW=${NEW:-$root/bin/ogc-gate}
@@ -23,10 +23,12 @@ http { access_log off; keepalive_requests 1000000; client_body_temp_path $tmp/ng
   server { listen 127.0.0.1:$P_STATIC; root $tmp/www; } }
 CONF
 nginx -c "$tmp/nginx.conf" -p "$tmp" || exit 1
-GATE_BIN=$OLD gate_start "$tmp/old" "$P_OLD" "$P_OLD_A" "http://127.0.0.1:$P_STATIC" --threads 1 --burst 1e9 --rate 1e9 || exit 1
-GATE_BIN=$NEW gate_start "$tmp/new" "$P_NEW" "$P_NEW_A" "http://127.0.0.1:$P_STATIC" --threads 1 --burst 1e9 --rate 1e9 || exit 1
+BUDGET=(--burst 1e9 --rate 1e9); [ "${MODE:-pass}" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
+GATE_BIN=$OLD gate_start "$tmp/old" "$P_OLD" "$P_OLD_A" "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" || exit 1
+GATE_BIN=$NEW gate_start "$tmp/new" "$P_NEW" "$P_NEW_A" "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" || exit 1
 # A describe-type request: priced, not coalesced, with the parameters of a GetMap.
 Q="/tile.png?service=WMS&version=1.3.0&request=GetCapabilities&layers=roads,rivers&styles=&crs=EPSG%3A4326&bbox=45.1%2C5.2%2C46.3%2C7.4&width=256&height=256&format=image%2Fpng&transparent=true"
+for p in "$P_OLD" "$P_NEW"; do curl -s -o /dev/null "http://127.0.0.1:$p$Q"; done  # spends a reject gate's one unit
 # Requests/s, and the gate's own CPU time per request (utime+stime from
 # /proc): on a shared 2-core machine the second is far less noisy.
 run() {  # port pidfile -> "rps cpu_us_per_request"

@@ -73,18 +73,20 @@ void canonicalise(OgcRequest& r, const HttpIn& in, const std::string& encoded_pa
     canonical_names(r, r.query);
     canonical_names(r, r.form);
     if (!r.problem.empty()) return;
-    r.canonical_target = encoded_path;
-    if (!r.query.params.empty()) {
-        r.canonical_target += '?';
-        r.canonical_target += serialise_query(r.query.params);
-    }
-    if (r.body_kind == BodyKind::Form) r.canonical_form = serialise_query(r.form.params);
+    r.canonical_path = encoded_path;
+    r.canonical = true;
 }
+
+std::string canonical_target(const OgcRequest& r) {
+    if (r.query.params.empty()) return r.canonical_path;
+    return r.canonical_path + "?" + serialise_query(r.query.params);
+}
+
+std::string canonical_form(const OgcRequest& r) { return serialise_query(r.form.params); }
 
 std::string canonical_target_with(const OgcRequest& r, const std::string& upper_key, const std::string& name,
                                   const std::string& value) {
-    const std::size_t qm = r.canonical_target.find('?');
-    return r.canonical_target.substr(0, qm) + "?" + serialise_query(r.query.params, upper_key, name, value);
+    return r.canonical_path + "?" + serialise_query(r.query.params, upper_key, name, value);
 }
 
 }  // namespace ot::gate

@@ -86,7 +86,7 @@ std::optional<std::string> coalesce_key(const HttpIn& in, const OgcRequest& r, c
 
     std::string key;
     field(key, in.method);
-    field(key, r.canonical_target.substr(0, r.canonical_target.find('?')));
+    field(key, r.canonical_path);
     for (const auto& [k, v] : params) {
         field(key, *k);
         field(key, v);

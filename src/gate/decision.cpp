@@ -1,5 +1,6 @@
 #include "gate/decision.hpp"
 
+#include "gate/canonical.hpp"
 #include "gate/inimage.hpp"
 
 #include <charconv>
@@ -134,15 +135,15 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
     d.headers = std::move(rl);
     // Shadow mode forwards the request exactly as sent; enforce mode only
     // what the gate itself wrote from what it read.
-    if (c.shadow || r.canonical_target.empty()) {
+    if (c.shadow || !r.canonical) {
         d.target = in.target;
         return d;
     }
-    d.target = a.caps.new_target ? *a.caps.new_target : r.canonical_target;
+    d.target = a.caps.new_target ? *a.caps.new_target : canonical_target(r);
     if (a.caps.new_body)
         d.body = a.caps.new_body;
     else if (r.body_kind == BodyKind::Form)
-        d.body = r.canonical_form;
+        d.body = canonical_form(r);
     else if (in.method == "GET" || in.method == "HEAD")
         d.body = std::string();  // nobody reads it; nothing unchecked goes up
     return d;

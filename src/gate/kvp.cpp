@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <optional>
+#include <unordered_map>
 
 #include "gate/request.hpp"
 #include "gate/text.hpp"
@@ -13,8 +14,7 @@ namespace {
 
 using namespace std::string_view_literals;
 
-// Sorted, so that lookup is a binary search: this runs for every pair.
-// string_views, so that no comparison has to measure a C string first.
+// Sorted, for readers and to catch duplicates at compile time.
 constexpr std::array kOgcNames = {
     "ACCEPTFORMATS"sv, "ACCEPTLANGUAGES"sv, "ACCEPTVERSIONS"sv, "ALIASES"sv, "BBOX"sv, "BGCOLOR"sv, "BOUNDINGBOX"sv, "COUNT"sv,
     "COVERAGE"sv, "COVERAGEID"sv, "CRS"sv, "DIMENSION"sv, "ELEVATION"sv, "EXCEPTIONS"sv, "FEATUREID"sv, "FEATURETYPE"sv,
@@ -42,12 +42,26 @@ constexpr bool sorted(const std::array<std::string_view, N>& a) {
         if (!(a[i - 1] < a[i])) return false;
     return true;
 }
-static_assert(sorted(kOgcNames) && sorted(kCgiNames), "binary search needs sorted name tables");
+static_assert(sorted(kOgcNames) && sorted(kCgiNames), "name tables are kept sorted (and so free of duplicates)");
 
-template <std::size_t N>
-bool in_sorted(const std::array<std::string_view, N>& a, std::string_view s) {
-    const auto it = std::lower_bound(a.begin(), a.end(), s);
-    return it != a.end() && *it == s;
+// One hash lookup per name instead of two binary searches: this runs for
+// every pair of every request, refusals included.
+enum : std::uint8_t { kOgc = 1, kCgi = 2 };
+const std::unordered_map<std::string_view, std::uint8_t>& name_classes() {
+    static const auto* m = [] {
+        auto* t = new std::unordered_map<std::string_view, std::uint8_t>();
+        t->reserve(kOgcNames.size() + kCgiNames.size());
+        for (std::string_view n : kOgcNames) (*t)[n] |= kOgc;
+        for (std::string_view n : kCgiNames) (*t)[n] |= kCgi;
+        return t;
+    }();
+    return *m;
+}
+
+std::uint8_t name_class(std::string_view upper) {
+    const auto& m = name_classes();
+    const auto it = m.find(upper);
+    return it == m.end() ? 0 : it->second;
 }
 
 constexpr std::array kApiNames = {"bbox", "bbox-crs", "crs", "datetime", "f", "filter", "filter-crs",
@@ -60,13 +74,13 @@ bool unreserved(unsigned char c) {
 
 }  // namespace
 
-bool known_ogc_name(std::string_view upper) { return in_sorted(kOgcNames, upper); }
+bool known_ogc_name(std::string_view upper) { return name_class(upper) & kOgc; }
 
 bool mapserver_cgi_name(std::string_view upper) {
     // map.* and map_* rewrite the mapfile from the URL (msUpdateMapFromURL);
     // MAP_RESOLUTION is WMS's documented vendor parameter (DPI, not size).
     if ((istarts_with(upper, "MAP.") || istarts_with(upper, "MAP_")) && upper != "MAP_RESOLUTION") return true;
-    return in_sorted(kCgiNames, upper);
+    return name_class(upper) & kCgi;
 }
 
 bool multi_valued_name(std::string_view upper) { return upper == "SUBSET"; }

@@ -76,9 +76,10 @@ struct OgcRequest {
     bool hits_only = false;                    // RESULTTYPE=hits
     double feature_info_count = 1;
 
-    // What goes upstream: the gate's own serialisation of what it read.
-    std::string canonical_target;  // encoded normalised path [? canonical query]
-    std::string canonical_form;    // when body_kind == Form
+    // What goes upstream is the gate's own serialisation of what it read
+    // (canonical.hpp); written only when forwarded, so a refusal never pays for it.
+    bool canonical = false;        // read unambiguously: canonical_target() is what goes up
+    std::string canonical_path;    // encoded normalised path
     bool ogc_kvp = false;          // SERVICE/REQUEST given: names are case-insensitive
     std::string cgi_param;         // a MapServer CGI-mode parameter that was sent
     bool known_service_value = true;  // SERVICE named one the gate knows (or none)
