@@ -15,12 +15,29 @@ std::string_view local_name(const char* qname) {
     return colon ? std::string_view(colon + 1) : std::string_view(qname);
 }
 
-// Attributes are matched without regard to case: MapServer does the same.
-pugi::xml_attribute find_attr(const pugi::xml_node& n, std::string_view name) {
+// MapServer strips every namespace prefix (CPLStripXMLNamespace) and then
+// looks names up without regard to case, attributes and child elements
+// alike (CPLGetXMLValue): x:COUNT="9" and <count>9</count> are both a count.
+// So the gate matches local names case-insensitively, and refuses a name
+// given more than once, or as an element, rather than guess which one wins.
+struct Found {
+    pugi::xml_attribute attr;
+    int n = 0;  // attributes and child elements with that local name
+};
+
+Found find_named(const pugi::xml_node& n, std::string_view name) {
+    Found f;
     for (pugi::xml_attribute a : n.attributes())
-        if (iequals(a.name(), name)) return a;
-    return {};
+        if (iequals(local_name(a.name()), name)) {
+            if (!f.attr) f.attr = a;
+            f.n++;
+        }
+    for (pugi::xml_node c : n.children())
+        if (c.type() == pugi::node_element && iequals(local_name(c.name()), name)) f.n += 2;
+    return f;
 }
+
+pugi::xml_attribute find_attr(const pugi::xml_node& n, std::string_view name) { return find_named(n, name).attr; }
 
 // No DOCTYPE: pugixml does not expand entities but the upstream's parser may,
 // so a count hidden in an entity would be read differently on each side.
@@ -67,20 +84,25 @@ void read_xml_body(std::string_view body, OgcRequest& r) {
     else if (r.service == Service::Wms)
         r.dialect = version == "1.3.0" || version.empty() ? Dialect::Wms130 : Dialect::Wms111;
 
-    if (r.service == Service::Wfs && (name == "GetFeature" || name == "GetPropertyValue")) {
+    // The server compares operation names without regard to case.
+    if (r.service == Service::Wfs && (iequals(name, "GetFeature") || iequals(name, "GetPropertyValue"))) {
         r.op = Op::GetFeature;
         const bool v2 = r.dialect == Dialect::Ows11;
-        pugi::xml_attribute c = find_attr(root, v2 ? "count" : "maxFeatures");
-        pugi::xml_attribute other = find_attr(root, v2 ? "maxFeatures" : "count");
+        const Found c = find_named(root, v2 ? "count" : "maxFeatures");
+        const Found other = find_named(root, v2 ? "maxFeatures" : "count");
+        const Found rt = find_named(root, "resultType");
         r.count_key = v2 ? "count" : "maxFeatures";
-        if (c && other) return fail(r, "give only one of count and maxFeatures", r.count_key);
-        if (!c && other) c = other;
-        if (c) {
-            r.count = c.value();
-            r.count_key = c.name();
+        if (c.n > 1 || other.n > 1 || rt.n > 1)
+            return fail(r, "count, maxFeatures and resultType must each be one attribute of the request", r.count_key);
+        if (c.n && other.n) return fail(r, "give only one of count and maxFeatures", r.count_key);
+        const pugi::xml_attribute a = c.attr ? c.attr : other.attr;
+        if (a) {
+            r.count = a.value();
+            r.count_key = a.name();
         }
-        if (iequals(find_attr(root, "resultType").value(), "hits")) r.hits_only = true;
-    } else if (r.service == Service::Wms && name == "GetMap") {
+        // strcasecmp(value, "hits"): "hits " is not hits.
+        if (iequals(rt.attr.value(), "hits")) r.hits_only = true;
+    } else if (r.service == Service::Wms && iequals(name, "GetMap")) {
         // SLD-POST GetMap: the size is inside; too rare to price, too big to allow blind.
         return fail(r, "XML-encoded GetMap is not supported by this gate; use KVP");
     }
@@ -119,7 +141,7 @@ std::optional<std::string> rewrite_xml_count(std::string_view body, const std::s
     pugi::xml_document doc;
     if (!doc.load_buffer(body.data(), body.size(), kParseFlags | pugi::parse_declaration)) return std::nullopt;
     pugi::xml_node root = doc.document_element();
-    pugi::xml_attribute a = find_attr(root, attr);
+    pugi::xml_attribute a = find_attr(root, local_name(attr.c_str()));
     if (!a) a = root.append_attribute(attr.c_str());
     a.set_value(value.c_str());
     std::ostringstream out;

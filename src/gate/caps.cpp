@@ -4,6 +4,9 @@
 #include <tuple>
 
 #include "gate/bodies.hpp"
+#include "gate/canonical.hpp"
+#include "gate/coverage.hpp"
+#include "gate/kvp.hpp"
 #include "gate/text.hpp"
 
 namespace ot::gate {
@@ -17,9 +20,53 @@ OgcError over(std::string locator, std::string text) {
     return {ErrorKind::OverCap, "InvalidParameterValue", std::move(locator), std::move(text)};
 }
 
-std::string target_with(const HttpIn& in, const std::string& query) {
-    const std::size_t qm = in.target.find('?');
-    return in.target.substr(0, qm) + "?" + query;
+// Operations that only describe the service: cheap, and known by name.
+bool metadata_op(Service s, const std::string& u) {
+    if (u.empty() || u == "GETCAPABILITIES") return true;  // no REQUEST: the server answers an exception
+    switch (s) {
+        case Service::Wms:
+            return u == "CAPABILITIES" || u == "DESCRIBELAYER" || u == "GETSTYLES" || u == "GETLEGENDGRAPHIC";
+        case Service::Wfs:
+            return u == "DESCRIBEFEATURETYPE" || u == "LISTSTOREDQUERIES" || u == "DESCRIBESTOREDQUERIES";
+        case Service::Wcs:
+            return u == "DESCRIBECOVERAGE";
+        default:
+            return false;
+    }
+}
+
+const PassThrough* passthrough(const Caps& caps, const std::string& service, const std::string& request) {
+    for (const PassThrough& p : caps.passthrough)
+        if (p.service == service && (p.request == "*" || p.request == request)) return &p;
+    return nullptr;
+}
+
+// Unknown operations of a known service, and unknown services, are refused
+// unless configured: "other" at cost 1 was a free pass for REQUEST=map.
+void check_operation(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
+    const std::string req = to_upper(r.operation);
+    const bool ogc = r.service == Service::Wms || r.service == Service::Wfs || r.service == Service::Wcs ||
+                     r.service == Service::Wmts;
+    if (!r.known_service_value) {
+        const Param* s = r.query.find("SERVICE");
+        if (!s) s = r.form.find("SERVICE");
+        const std::string svc = s ? to_upper(s->value) : std::string();
+        if (const PassThrough* p = passthrough(caps, svc, req)) {
+            out.fixed_cost = p->cost;
+            return;
+        }
+        out.error = bad("InvalidParameterValue", "SERVICE",
+                        "SERVICE='" + svc.substr(0, 40) + "' is not served through this gate.");
+        return;
+    }
+    if (!ogc || r.op != Op::Other || metadata_op(r.service, req)) return;
+    if (const PassThrough* p = passthrough(caps, service_name(r.service), req)) {
+        out.fixed_cost = p->cost;
+        return;
+    }
+    out.error = {ErrorKind::BadRequest, "OperationNotSupported", "REQUEST",
+                 "REQUEST='" + r.operation.substr(0, 40) + "' is not an operation this gate lets through for " +
+                     service_name(r.service) + "."};
 }
 
 void check_size(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
@@ -71,10 +118,18 @@ void place_count(const OgcRequest& r, const HttpIn& in, const std::string& key, 
             else out.error = bad("InvalidParameterValue", key, "The request body could not be rewritten.");
             return;
         case BodyKind::Form:
-            out.new_body = rewrite_query(r.form, key, v);
-            return;
-        default:
-            out.new_target = target_with(in, rewrite_query(r.query, key, v));
+            // Where the request's parameters are: an empty form leaves them in the query.
+            if (!r.form.params.empty()) {
+                const std::string u = to_upper(key);
+                out.new_body = serialise_query(r.form.params, u, u, v);
+                return;
+            }
+            [[fallthrough]];
+        default: {
+            // OGC API spells its parameters in lower case, KVP in upper.
+            const std::string u = to_upper(key);
+            out.new_target = canonical_target_with(r, u, r.dialect == Dialect::OgcApi ? key : u, v);
+        }
     }
 }
 
@@ -144,17 +199,32 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
         out.error = bad(r.problem_code, r.problem_locator, r.problem + ".");
         return out;
     }
+    if (!r.cgi_param.empty() && !caps.mapserver_cgi) {
+        out.error = bad("InvalidParameterValue", r.cgi_param,
+                        "The parameter " + r.cgi_param +
+                            " belongs to MapServer's own CGI interface, which is not open through this gate; "
+                            "use WMS, WFS or WCS.");
+        return out;
+    }
+    check_operation(r, caps, out);
+    if (out.error) return out;
     switch (r.op) {
         case Op::GetFeatureInfo:
             // WMTS feature info is a point in a tile: it has a level, no size.
             if (r.service == Service::Wmts) check_zoom(r, caps, out);
             else check_size(r, caps, out);
+            // FEATURE_COUNT is a feature count like any other.
+            if (!out.error && r.feature_info_count > static_cast<double>(caps.max_features))
+                out.error = over("FEATURE_COUNT", "GetFeatureInfo asked for FEATURE_COUNT=" +
+                                                      std::to_string(static_cast<long long>(r.feature_info_count)) +
+                                                      "; this service returns at most " +
+                                                      std::to_string(caps.max_features) + " features per request.");
             break;
         case Op::GetMap:
             check_size(r, caps, out);
             break;
         case Op::GetCoverage:
-            if (r.width || r.height) check_size(r, caps, out);
+            check_coverage(r, caps, out);
             break;
         case Op::GetFeature:
             check_wfs_count(r, in, caps, out);
@@ -167,6 +237,8 @@ CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
             check_zoom(r, caps, out);
             break;
         default:
+            // GetLegendGraphic: an image as large as WIDTH x HEIGHT say.
+            if (r.width || r.height) check_size(r, caps, out);
             break;
     }
     return out;

@@ -16,6 +16,7 @@ struct CapOutcome {
     std::optional<std::string> new_body;    // body rewritten
     double width = 0, height = 0;           // validated, when the operation has a size
     double count = -1;                      // features the upstream may return; -1 unknown
+    double fixed_cost = -1;                 // a configured pass-through operation's price
     std::string note;                       // what was rewritten, for the log
 };
 

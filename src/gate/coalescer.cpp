@@ -73,16 +73,22 @@ std::optional<std::string> coalesce_key(const HttpIn& in, const OgcRequest& r, c
     if (!tile_or_map) return std::nullopt;
     if (header_value(h, "Range")) return std::nullopt;
 
-    std::vector<std::pair<std::string, std::string>> params;
+    // The canonical form is what goes upstream: two requests that MapServer
+    // could read differently never share a key (LAYERS%20= is refused, not
+    // trimmed). Values of case-insensitive parameters are upper-cased.
+    std::vector<std::pair<const std::string*, std::string>> params;
+    params.reserve(r.query.params.size());
     for (const Param& p : r.query.params)
-        params.emplace_back(p.key, case_insensitive_value(p.key) ? upper(p.value) : p.value);
-    std::sort(params.begin(), params.end());
+        params.emplace_back(&p.name, case_insensitive_value(p.key) ? upper(p.value) : p.value);
+    std::sort(params.begin(), params.end(), [](const auto& a, const auto& b) {
+        return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+    });
 
     std::string key;
     field(key, in.method);
-    field(key, r.path.empty() ? in.target.substr(0, in.target.find('?')) : r.path);
+    field(key, r.canonical_path);
     for (const auto& [k, v] : params) {
-        field(key, k);
+        field(key, *k);
         field(key, v);
     }
     for (const char* name : {"Accept", "Accept-Encoding", "Accept-Language", "If-None-Match", "If-Modified-Since"}) {
@@ -90,8 +96,8 @@ std::optional<std::string> coalesce_key(const HttpIn& in, const OgcRequest& r, c
         field(key, v ? *v : std::string("-"));
     }
     bool is_public = false;
-    const std::string path = in.target.substr(0, in.target.find('?'));
-    for (const std::string& p : c.coalesce.public_paths) is_public |= path.rfind(p, 0) == 0;
+    // The normalised path: /tiles/../private/x is /private/x.
+    for (const std::string& p : c.coalesce.public_paths) is_public |= r.path.rfind(p, 0) == 0;
     if (!is_public) {
         std::string creds;
         std::vector<std::string> names = c.key_headers;

@@ -77,6 +77,9 @@ std::string config_problem(const Config& c) {
     if (c.caps.max_pixels <= 0) return "caps.max_pixels must be above zero";
     if (c.caps.max_side < 0) return "caps.max_side must be zero (off) or above";
     if (c.caps.max_features <= 0) return "caps.max_features must be above zero";
+    for (const PassThrough& p : c.caps.passthrough)
+        if (p.service.empty() || p.request.empty() || !(p.cost >= 0))
+            return "operations.passthrough: every entry needs a service, a request and a cost of zero or more";
     if (c.caps.max_zoom < 0 || c.caps.max_zoom > core::kMaxZoom) return "caps.max_zoom must be between 0 and 31";
     if (c.exception_status != 200 && c.exception_status != 400) return "exception_status must be 200 or 400";
     if (c.limits.header_bytes < 1024 || c.limits.body_bytes < 1024) return "limits: header_bytes and body_bytes must be at least 1024";
@@ -109,7 +112,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -131,6 +134,31 @@ Config load_config_file(const std::string& path, Config c) {
             const std::string v = caps["features_over_cap"].as<std::string>();
             if (v != "reject" && v != "clamp") bad("caps.features_over_cap", "must be 'reject' or 'clamp'");
             c.caps.clamp_features = v == "clamp";
+        }
+    }
+    if (const YAML::Node ops = root["operations"]) {
+        check_keys(ops, {"mapserver_cgi", "passthrough"}, "operations");
+        if (ops["mapserver_cgi"]) {
+            const std::string v = ops["mapserver_cgi"].as<std::string>();
+            if (v != "refuse" && v != "allow") bad("operations.mapserver_cgi", "must be 'refuse' or 'allow'");
+            c.caps.mapserver_cgi = v == "allow";
+        }
+        if (const YAML::Node pt = ops["passthrough"]) {
+            if (!pt.IsSequence()) bad("operations.passthrough", "must be a list");
+            c.caps.passthrough.clear();
+            for (const auto& e : pt) {
+                check_keys(e, {"service", "request", "cost"}, "operations.passthrough[]");
+                PassThrough p;
+                get(e, "service", p.service, "operations.passthrough[]");
+                get(e, "request", p.request, "operations.passthrough[]");
+                if (!e["service"] || !e["request"] || !e["cost"])
+                    bad("operations.passthrough[]", "needs service, request and cost");
+                get(e, "cost", p.cost, "operations.passthrough[" + p.request + "]");
+                for (auto* s : {&p.service, &p.request})
+                    for (char& ch : *s)
+                        if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+                c.caps.passthrough.push_back(std::move(p));
+            }
         }
     }
     if (const YAML::Node l = root["limits"]) {
@@ -174,7 +202,8 @@ Config load_config_file(const std::string& path, Config c) {
         }
     }
     if (const YAML::Node id = root["identity"]) {
-        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret"}, "identity");
+        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret", "jwt_hs256_key"}, "identity");
+        get(id, "jwt_hs256_key", c.jwt_hs256_key, "identity");
         get(id, "hash_secret", c.hash_secret, "identity");
         get(id, "key_headers", c.key_headers, "identity");
         c.trusted_proxies = cidrs(id["trusted_proxies"], "identity.trusted_proxies");
@@ -218,6 +247,7 @@ Config load_config_file(const std::string& path, Config c) {
             }
         }
     }
+    c.caps.coverage_default_megapixels = c.pricing.coverage_default_megapixels;
     const std::string problem = config_problem(c);
     if (!problem.empty()) bad(path, problem);
     return c;

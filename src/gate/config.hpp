@@ -12,12 +12,25 @@
 
 namespace ot::gate {
 
+// An operation the gate does not price itself, let through at a fixed cost.
+struct PassThrough {
+    std::string service;  // WMS, WFS, WCS, WMTS or another SERVICE value, upper case
+    std::string request;  // REQUEST (or XML root) upper case; "*" for any
+    double cost = 1;
+};
+
 struct Caps {
     std::int64_t max_pixels = 4096LL * 4096LL;  // WIDTH × HEIGHT
     std::int64_t max_side = 0;                  // per side; 0 = no per-side limit
     std::int64_t max_features = 1000;           // WFS COUNT/MAXFEATURES, OGC API limit
     bool clamp_features = false;                // WFS over the cap: clamp instead of refusing
     std::int64_t max_zoom = 24;
+    // What is refused unless listed (see doc/gate.md, "What is refused").
+    // A coverage asked for at its native grid is taken to be this large
+    // (the gate cannot see the grid); copied from cost.coverage_default_megapixels.
+    double coverage_default_megapixels = 16;
+    bool mapserver_cgi = false;            // mode=, mapsize=, map.* ... (MapServer's own CGI)
+    std::vector<PassThrough> passthrough;  // operations beyond the ones the gate knows
 };
 
 struct Tier {
@@ -90,6 +103,9 @@ struct Config {
     // means a random one per process start.
     std::string hash_secret;
     std::vector<std::string> key_headers = {"Authorization", "X-Api-Key"};
+    // When set, "Authorization: Bearer <HS256 JWT>" verified with this key
+    // keys a bucket by its "sub" and may name its tier ("tier" claim).
+    std::string jwt_hs256_key;
     std::vector<Cidr> trusted_proxies;
     // A burst above cost_max (500) means no single request is "never fits" by default.
     std::vector<Tier> tiers = {{"public", {1000.0, 100.0}, {}, {}}};

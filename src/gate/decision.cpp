@@ -1,5 +1,6 @@
 #include "gate/decision.hpp"
 
+#include "gate/canonical.hpp"
 #include "gate/inimage.hpp"
 
 #include <charconv>
@@ -132,10 +133,19 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
     d.forward = true;
     d.verdict = verdict;
     d.headers = std::move(rl);
-    // Shadow mode forwards the request exactly as sent.
-    const bool rewrite = !c.shadow;
-    d.target = rewrite && a.caps.new_target ? *a.caps.new_target : in.target;
-    if (rewrite && a.caps.new_body) d.body = a.caps.new_body;
+    // Shadow mode forwards the request exactly as sent; enforce mode only
+    // what the gate itself wrote from what it read.
+    if (c.shadow || !r.canonical) {
+        d.target = in.target;
+        return d;
+    }
+    d.target = a.caps.new_target ? *a.caps.new_target : canonical_target(r);
+    if (a.caps.new_body)
+        d.body = a.caps.new_body;
+    else if (r.body_kind == BodyKind::Form)
+        d.body = canonical_form(r);
+    else if (in.method == "GET" || in.method == "HEAD")
+        d.body = std::string();  // nobody reads it; nothing unchecked goes up
     return d;
 }
 

@@ -1,14 +1,30 @@
 #include "gate/identity.hpp"
 
-#include <boost/uuid/detail/sha1.hpp>
-#include <array>
-#include <memory>
-#include <cstdio>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
 
+#include <cstdio>
+#include <ctime>
+
+#include "gate/jwt.hpp"
 #include "gate/text.hpp"
 
 namespace ot::gate {
 namespace {
+
+std::string hex16(const unsigned char* d) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%02x%02x%02x%02x%02x%02x%02x%02x", d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+    return buf;
+}
+
+bool listed(const Config& c, const std::string& hash) {
+    for (const Tier& t : c.tiers)
+        for (const std::string& k : t.key_hashes)
+            if (k == hash) return true;
+    return false;
+}
 
 bool trusted_hop(const IpAddr& a, const std::vector<Cidr>& trusted) {
     for (const Cidr& c : trusted)
@@ -29,86 +45,36 @@ std::optional<std::string> header_value(const HeaderList& h, std::string_view na
 }
 
 std::string hash_secret(std::string_view s) {
-    boost::uuids::detail::sha1 sha;
-    sha.process_bytes(s.data(), s.size());
-    boost::uuids::detail::sha1::digest_type d;
-    sha.get_digest(d);
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%08x%08x", d[0], d[1]);
-    return buf;
+    unsigned char d[SHA_DIGEST_LENGTH];
+    SHA1(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d);
+    return hex16(d);
 }
-
-namespace {
-using Digest = std::array<unsigned, 5>;
-Digest sha1_of(std::string_view a, std::string_view b) {
-    boost::uuids::detail::sha1 sha;
-    sha.process_bytes(a.data(), a.size());
-    sha.process_bytes(b.data(), b.size());
-    boost::uuids::detail::sha1::digest_type d;
-    sha.get_digest(d);
-    Digest out;
-    for (int i = 0; i < 5; ++i) out[i] = d[i];
-    return out;
-}
-}  // namespace
-
-namespace {
-
-std::string digest_bytes(const Digest& d) {
-    std::string out;
-    for (unsigned w : d)
-        for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
-    return out;
-}
-
-// HMAC's two padded-key blocks, hashed once per key and thread: each hash
-// then costs two SHA-1 blocks, not four.
-struct HmacKey {
-    std::string key;
-    boost::uuids::detail::sha1 inner, outer;
-    explicit HmacKey(std::string_view k) : key(k) {
-        constexpr std::size_t kBlock = 64;
-        std::string kb(k);
-        if (kb.size() > kBlock) kb = digest_bytes(sha1_of(kb, {}));
-        kb.resize(kBlock, '\0');
-        std::string ipad(kBlock, '\0'), opad(kBlock, '\0');
-        for (std::size_t i = 0; i < kBlock; ++i) {
-            ipad[i] = static_cast<char>(kb[i] ^ 0x36);
-            opad[i] = static_cast<char>(kb[i] ^ 0x5c);
-        }
-        inner.process_bytes(ipad.data(), ipad.size());
-        outer.process_bytes(opad.data(), opad.size());
-    }
-};
-
-}  // namespace
 
 std::string keyed_hash(std::string_view key, std::string_view s) {
-    thread_local std::unique_ptr<HmacKey> k;
     // A kept-alive connection asks for the same address again and again.
-    thread_local std::string last_in, last_out;
-    if (!k || k->key != key) {
-        k = std::make_unique<HmacKey>(key);
-        last_in.clear();
-        last_out.clear();
-    }
-    if (!last_out.empty() && last_in == s) return last_out;
-    boost::uuids::detail::sha1 inner = k->inner;
-    inner.process_bytes(s.data(), s.size());
-    boost::uuids::detail::sha1::digest_type di;
-    inner.get_digest(di);
-    Digest d1;
-    for (int i = 0; i < 5; ++i) d1[i] = di[i];
-    const std::string in_bytes = digest_bytes(d1);
-    boost::uuids::detail::sha1 outer = k->outer;
-    outer.process_bytes(in_bytes.data(), in_bytes.size());
-    boost::uuids::detail::sha1::digest_type d;
-    outer.get_digest(d);
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%08x%08x", d[0], d[1]);
+    thread_local std::string last_key, last_in, last_out;
+    if (!last_out.empty() && last_in == s && last_key == key) return last_out;
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    HMAC(EVP_sha1(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(s.data()),
+         s.size(), d, &n);
+    last_key.assign(key.data(), key.size());
     last_in.assign(s.data(), s.size());
-    last_out = buf;
+    last_out = hex16(d);
     return last_out;
+}
+
+std::string credential(std::string_view header, std::string_view value) {
+    value = trim(value);
+    if (!iequals(header, "Authorization")) return std::string(value);
+    // RFC 9110: the scheme is case-insensitive ("bearer" is "Bearer");
+    // blanks between it and the token are not part of either.
+    const std::size_t sp = value.find_first_of(" \t");
+    if (sp == std::string_view::npos) return std::string(value);
+    std::string out = to_lower(value.substr(0, sp));
+    out += ' ';
+    out += trim(value.substr(sp));
+    return out;
 }
 
 IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector<Cidr>& trusted) {
@@ -131,10 +97,29 @@ IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector
 Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
     Identity id;
     id.client = client_address(h, peer, c.trusted_proxies);
+    // A credential keys a bucket of its own only when a tier lists it: made-up
+    // keys cost nothing to mint, so they are charged to the address.
+    std::string tier_hash, claimed_tier;
+    if (!c.jwt_hs256_key.empty()) {
+        const auto auth = header_value(h, "Authorization");
+        const std::string cred = auth ? credential("Authorization", *auth) : std::string();
+        if (cred.rfind("bearer ", 0) == 0)
+            if (auto claims = verify_hs256(std::string_view(cred).substr(7), c.jwt_hs256_key,
+                                           static_cast<std::int64_t>(std::time(nullptr)))) {
+                id.hash = keyed_hash(c.hash_secret, "jwt:" + (claims->sub.empty() ? cred : claims->sub));
+                id.key = "jwt:" + id.hash;
+                claimed_tier = claims->tier;
+            }
+    }
     for (const std::string& name : c.key_headers) {
+        if (!id.key.empty()) break;
         auto v = header_value(h, name);
         if (!v || trim(*v).empty()) continue;
-        id.hash = hash_secret(trim(*v));
+        const std::string cred = credential(name, *v);
+        const std::string plain = hash_secret(cred);
+        if (!listed(c, plain)) continue;
+        tier_hash = plain;
+        id.hash = keyed_hash(c.hash_secret, "key:" + cred);
         id.key = "key:" + id.hash;
         break;
     }
@@ -152,9 +137,16 @@ Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c) {
         id.key = "ip:" + id.hash;
     }
     id.tier = c.default_tier;
+    // A verified token names its tier; listed keys and networks are for the rest.
+    if (!claimed_tier.empty())
+        for (const Tier& t : c.tiers)
+            if (t.name == claimed_tier) {
+                id.tier = t.name;
+                return id;
+            }
     for (const Tier& t : c.tiers) {
         bool match = false;
-        for (const std::string& k : t.key_hashes) match |= k == id.hash;
+        for (const std::string& k : t.key_hashes) match |= !tier_hash.empty() && k == tier_hash;
         for (const Cidr& n : t.networks) match |= n.contains(id.client);
         if (match) {
             id.tier = t.name;

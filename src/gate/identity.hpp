@@ -1,4 +1,4 @@
-// Who pays: a hash of the credential header, else the client address. The
+// Who pays: a credential listed in a tier, else the client address. The
 // address comes from X-Forwarded-For only through configured trusted proxies,
 // and then it is the right-most hop that is not one of them, so a client can
 // never pick its own key by sending the header itself.
@@ -19,13 +19,18 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // All values of a header joined with ", " (names compared case-insensitively).
 std::optional<std::string> header_value(const HeaderList& h, std::string_view name);
 
-// First 16 hex digits of SHA-1: stable, shareable in logs and config, and
-// computable by operators (`printf %s "$KEY" | sha1sum | cut -c1-16`).
+// First 16 hex digits of SHA-1: what tiers[].keys lists, computable by
+// operators (`ogc-gate --hash-key`). Never shown on /buckets or in logs.
 std::string hash_secret(std::string_view s);
 
-// HMAC-SHA1 of `s` under `key`, first 16 hex digits. Client addresses are
-// hashed this way: 2^32 IPv4 addresses are too few to hide behind a bare hash.
+// HMAC-SHA1 (OpenSSL) of `s` under `key`, first 16 hex digits. Bucket keys,
+// logs and /buckets use it for addresses and credentials alike: 2^32 IPv4
+// addresses, or a weak API key, are too few to hide behind a bare hash.
 std::string keyed_hash(std::string_view key, std::string_view s);
+
+// A credential header's value as compared: trimmed, and for Authorization
+// with the scheme in lower case ("Bearer x" and "bearer  x" are one key).
+std::string credential(std::string_view header, std::string_view value);
 
 struct Identity {
     std::string key;   // bucket key: "key:<hash>" or "ip:<hash>"

@@ -120,7 +120,10 @@ int main(int argc, char** argv) {
     }
     if (ov.vm.count("hash-key")) {
         // Trimmed like the header values it must match.
-        std::cout << hash_secret(trim(ov.vm["hash-key"].as<std::string>())) << "\n";
+        // A value with a blank is an Authorization header ("Bearer abc"): its
+        // scheme is compared in lower case, as identify() does.
+        const std::string v(trim(ov.vm["hash-key"].as<std::string>()));
+        std::cout << hash_secret(credential(v.find(' ') != std::string::npos ? "Authorization" : "X-Api-Key", v)) << "\n";
         return 0;
     }
     std::shared_ptr<const Config> cfg;

@@ -33,6 +33,7 @@ double request_area_km2(const BboxIn& b, bool latlon_axis) {
 
 Price price(const OgcRequest& r, const CapOutcome& caps, const Pricing& p) {
     using core::CostClass;
+    if (caps.fixed_cost >= 0) return {caps.fixed_cost, "other"};
     const double area = r.bbox ? request_area_km2(*r.bbox, r.bbox_axis_latlon) : 0.0;
     switch (r.op) {
         case Op::GetMap:
@@ -60,6 +61,8 @@ Price price(const OgcRequest& r, const CapOutcome& caps, const Pricing& p) {
         case Op::Item:
             return from(core::estimate_features(p.model, 1), CostClass::Features, p);
         case Op::Other:
+            if (caps.width > 0)  // GetLegendGraphic with a size
+                return from(core::estimate_map(p.model, caps.width, caps.height, 0), CostClass::Map, p);
             break;
     }
     return {p.other_cost, "other"};

@@ -1,6 +1,8 @@
 #include "gate/request.hpp"
 
 #include "gate/bodies.hpp"
+#include "gate/canonical.hpp"
+#include "gate/path.hpp"
 #include "gate/text.hpp"
 
 namespace ot::gate {
@@ -19,8 +21,17 @@ const Param* kvp(const OgcRequest& r, std::string_view key) {
     return r.query.find(key);
 }
 
+// WMS 1.0 names (map, feature_info, capabilities) are still read by
+// MapServer (mapwms.cpp): they are the same operations.
+std::string wms_request_name(std::string u) {
+    if (u == "MAP") return "GETMAP";
+    if (u == "FEATURE_INFO") return "GETFEATUREINFO";
+    if (u == "CAPABILITIES") return "GETCAPABILITIES";
+    return u;
+}
+
 Service service_from_request(std::string_view op) {
-    const std::string u = to_upper(op);
+    const std::string u = wms_request_name(to_upper(op));
     if (u == "GETMAP" || u == "GETFEATUREINFO" || u == "GETLEGENDGRAPHIC") return Service::Wms;
     if (u == "GETFEATURE" || u == "DESCRIBEFEATURETYPE" || u == "GETPROPERTYVALUE") return Service::Wfs;
     if (u == "GETTILE") return Service::Wmts;
@@ -29,7 +40,7 @@ Service service_from_request(std::string_view op) {
 }
 
 Op op_from_request(Service s, std::string_view op) {
-    const std::string u = to_upper(op);
+    const std::string u = s == Service::Wms ? wms_request_name(to_upper(op)) : to_upper(op);
     if (s == Service::Wms && u == "GETMAP") return Op::GetMap;
     if (s == Service::Wms && u == "GETFEATUREINFO") return Op::GetFeatureInfo;
     if (s == Service::Wfs && (u == "GETFEATURE" || u == "GETPROPERTYVALUE")) return Op::GetFeature;
@@ -93,7 +104,7 @@ Query lenient_query(std::string_view raw) {
         const std::string_view v = eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1);
         std::string key = to_upper(trim(percent_decode(k, true).value_or(std::string(k))));
         if (key.empty() || q.find(key)) continue;
-        q.params.push_back({std::move(key), percent_decode(v, true).value_or(std::string(v))});
+        q.params.push_back({key, percent_decode(v, true).value_or(std::string(v)), key});
     }
     return q;
 }
@@ -104,14 +115,16 @@ void parse_kvp(OgcRequest& r) {
     const Param* version = kvp(r, "VERSION");
     if (!version) version = kvp(r, "WMTVER");
     r.operation = request ? request->value : "";
-    r.version = version ? std::string(trim(version->value)) : "";
+    // Compared as MapServer compares them: whole, without trimming.
+    r.version = version ? version->value : "";
     if (service) {
-        const std::string s = to_upper(trim(service->value));
+        const std::string s = to_upper(service->value);
         r.service = s == "WMS" ? Service::Wms
                   : s == "WFS" ? Service::Wfs
                   : s == "WMTS" ? Service::Wmts
                   : s == "WCS" ? Service::Wcs
                                : Service::Unknown;
+        r.known_service_value = r.service != Service::Unknown;
     }
     if (r.service == Service::Unknown && request) r.service = service_from_request(request->value);
     r.dialect = dialect_for(r.service, r.version);
@@ -155,7 +168,8 @@ void parse_kvp(OgcRequest& r) {
                 r.count_key = other->key;
             }
             if (count) r.count = count->value;
-            if (const Param* rt = kvp(r, "RESULTTYPE")) r.hits_only = iequals(trim(rt->value), "hits");
+            // strcasecmp(value, "hits") in mapwfs.cpp: "hits " is not hits.
+            if (const Param* rt = kvp(r, "RESULTTYPE")) r.hits_only = iequals(rt->value, "hits");
             if (const Param* b = kvp(r, "BBOX")) {
                 BboxIn box{};
                 if (!parse_bbox(b->value, box, true, false)) return fail(r, "BBOX must be four numbers and an optional CRS", "BBOX");
@@ -167,11 +181,25 @@ void parse_kvp(OgcRequest& r) {
             break;
         }
         case Op::GetCoverage: {
+            // The size is judged in coverage.cpp; the box it may need is read here.
             if (const Param* p = kvp(r, "WIDTH")) r.width = p->value;
             if (const Param* p = kvp(r, "HEIGHT")) r.height = p->value;
+            const Param* b = kvp(r, "BBOX");
+            const bool v11 = !b;
+            if (!b) b = kvp(r, "BOUNDINGBOX");
+            if (b) {
+                BboxIn box{};
+                if (!parse_bbox(b->value, box, v11, true)) return fail(r, "the bounding box must be four numbers", b->key);
+                r.bbox = box;
+            }
             break;
         }
         default:
+            // GetLegendGraphic draws an image of WIDTH x HEIGHT when given.
+            if (r.service == Service::Wms && iequals(r.operation, "GetLegendGraphic")) {
+                if (const Param* p = kvp(r, "WIDTH")) r.width = p->value;
+                if (const Param* p = kvp(r, "HEIGHT")) r.height = p->value;
+            }
             break;
     }
 }
@@ -329,63 +357,6 @@ const char* op_name(Op o) {
     return "other";
 }
 
-const Param* Query::find(std::string_view upper_key) const {
-    for (const Param& p : params)
-        if (p.key == upper_key) return &p;
-    return nullptr;
-}
-
-std::optional<Query> parse_query(std::string_view raw, std::string* why) {
-    Query q;
-    q.raw = std::string(raw);
-    if (raw.empty()) return q;
-    const auto parts = split(raw, '&');
-    q.params.reserve(parts.size());
-    for (std::string_view part : parts) {
-        if (part.empty()) continue;
-        const std::size_t eq = part.find('=');
-        auto key = percent_decode(part.substr(0, eq), true);
-        auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
-        if (!key || !value) {
-            if (why) *why = "the query string has a malformed percent-escape";
-            return std::nullopt;
-        }
-        std::string k = to_upper(trim(*key));
-        if (q.find(k)) {
-            if (why) *why = "the parameter " + k + " is given more than once";
-            return std::nullopt;
-        }
-        q.params.push_back({std::move(k), std::move(*value)});
-    }
-    return q;
-}
-
-std::string rewrite_query(const Query& q, std::string_view key, std::string_view value) {
-    std::string out;
-    bool replaced = false;
-    const std::string ukey = to_upper(key);
-    for (std::string_view part : split(q.raw, '&')) {
-        const std::size_t eq = part.find('=');
-        auto k = percent_decode(part.substr(0, eq), true);
-        if (!out.empty()) out += '&';
-        if (k && to_upper(trim(*k)) == ukey) {
-            out.append(part.substr(0, eq));
-            out += '=';
-            out.append(value);
-            replaced = true;
-        } else {
-            out.append(part);
-        }
-    }
-    if (!replaced) {
-        if (!out.empty() && out.back() != '&') out += '&';
-        out.append(key);
-        out += '=';
-        out.append(value);
-    }
-    return out;
-}
-
 std::optional<std::int64_t> trailing_int(std::string_view s) {
     std::size_t i = s.size();
     while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
@@ -411,64 +382,79 @@ bool crs_is_metres(std::string_view crs) {
            u == "URN:OGC:DEF:CRS:EPSG::3857" || u == "HTTP://WWW.OPENGIS.NET/DEF/CRS/EPSG/0/3857";
 }
 
+namespace {
+
+// UTF-8 byte-order mark and blanks, as XML parsers (libxml2, pugixml) skip them.
+std::string_view body_start(std::string_view b) {
+    if (b.size() >= 3 && b.substr(0, 3) == "\xEF\xBB\xBF") b.remove_prefix(3);
+    return trim(b);
+}
+
+void read_body(const HttpIn& in, OgcRequest& r) {
+    const std::string_view body = body_start(in.body);
+    const std::string ct = to_lower(in.content_type);
+    std::string why;
+    if (ct.rfind("application/x-www-form-urlencoded", 0) == 0) {
+        // MapServer drops trailing blanks of a form body.
+        std::string_view f = in.body;
+        while (!f.empty() && (f.back() == ' ' || f.back() == '\r' || f.back() == '\n' || f.back() == '\t'))
+            f.remove_suffix(1);
+        auto q = parse_query(f, &why);
+        if (!q) return fail(r, why);
+        r.form = std::move(*q);
+        r.body_kind = BodyKind::Form;
+    } else if (!body.empty() && body.front() == '<') {
+        // Sniffed, not trusted from Content-Type: the upstream sniffs too.
+        r.body_kind = BodyKind::WfsXml;
+        read_xml_body(in.body, r);
+    } else if (!body.empty() && body.front() == '{') {
+        r.body_kind = BodyKind::SearchJson;
+        read_json_body(in.body, r);
+        if (r.service == Service::Unknown) {
+            r.service = Service::Features;
+            r.dialect = Dialect::OgcApi;
+            r.op = Op::Search;
+        }
+    } else if (!body.empty()) {
+        // MapServer hands any other body to its XML parser: UTF-16, say,
+        // which it may read and the gate would not.
+        r.body_kind = BodyKind::Opaque;
+        fail(r, "the request body is neither a form, XML in UTF-8 nor JSON");
+    }
+}
+
+}  // namespace
+
 OgcRequest parse_request(const HttpIn& in) {
     OgcRequest r;
     const std::string_view target = in.target;
     const std::size_t qm = target.find('?');
-    auto path = percent_decode(target.substr(0, qm), false);
-    if (!path) {
-        fail(r, "the path has a malformed percent-escape");
-        return r;
-    }
-    r.path = std::move(*path);
-    std::string why;
     const std::string_view raw_query = qm == std::string_view::npos ? std::string_view{} : target.substr(qm + 1);
-    auto q = parse_query(raw_query, &why);
-    if (!q) {
+    std::string why;
+    auto path = normalise_path(target.substr(0, qm), &why);
+    std::optional<Query> q;
+    if (path) q = parse_query(raw_query, &why);
+    if (!path || !q) {
         // Still answer in the client's protocol: read SERVICE/REQUEST/VERSION
         // leniently, only to choose the exception format.
         fail(r, why);
+        r.path = std::string(target.substr(0, qm));
         r.query = lenient_query(raw_query);
         parse_kvp(r);
         return r;
     }
+    r.path = std::move(path->decoded);
     r.query = std::move(*q);
 
-    if (in.method == "POST" || in.method == "PUT") {
-        const std::string_view body = trim(in.body);
-        const std::string ct = to_lower(in.content_type);
-        if (ct.rfind("application/x-www-form-urlencoded", 0) == 0) {
-            auto f = parse_query(in.body, &why);
-            if (!f) {
-                fail(r, why);
-                return r;
-            }
-            r.form = std::move(*f);
-            r.body_kind = BodyKind::Form;
-        } else if (!body.empty() && body.front() == '<') {
-            // Sniffed, not trusted from Content-Type: the upstream sniffs too.
-            r.body_kind = BodyKind::WfsXml;
-            read_xml_body(in.body, r);
-            return r;
-        } else if (!body.empty() && body.front() == '{') {
-            r.body_kind = BodyKind::SearchJson;
-            read_json_body(in.body, r);
-            if (r.service == Service::Unknown) {
-                r.service = Service::Features;
-                r.dialect = Dialect::OgcApi;
-                r.op = Op::Search;
-            }
-            return r;
-        } else if (!body.empty()) {
-            r.body_kind = BodyKind::Opaque;
-        }
+    if (in.method == "POST" || in.method == "PUT") read_body(in, r);
+    if (r.body_kind != BodyKind::WfsXml && r.body_kind != BodyKind::SearchJson) {
+        r.ogc_kvp = kvp(r, "SERVICE") || kvp(r, "REQUEST");
+        if (r.ogc_kvp)
+            parse_kvp(r);
+        else
+            parse_path(r);
     }
-
-    const bool has_kvp = kvp(r, "SERVICE") || kvp(r, "REQUEST");
-    if (has_kvp)
-        parse_kvp(r);
-    else
-        parse_path(r);
+    if (r.problem.empty()) canonicalise(r, in, path->encoded);
     return r;
 }
 

@@ -23,29 +23,30 @@ const char* service_name(Service s);
 const char* op_name(Op o);
 
 struct Param {
-    std::string key;    // upper-cased, decoded
+    std::string key;    // upper-cased, decoded: what lookups compare
     std::string value;  // decoded
+    std::string name;   // the spelling forwarded (canonical once classified)
 };
 
-// Decoded key=value pairs plus the raw text they came from (for rewriting).
+// Decoded key=value pairs plus the raw text they came from.
 struct Query {
     std::string raw;
     std::vector<Param> params;
     const Param* find(std::string_view upper_key) const;
 };
 
-// Parses "a=b&c=d"; nullopt (with why) on bad percent-encoding or a repeated
-// key: the gate and the upstream must never read different values.
+// Parses "a=b&c=d" as MapServer would (see kvp.hpp); nullopt (with why) when
+// that reading could differ from the gate's: a malformed escape, a name
+// hiding a delimiter, blanks or control characters, a NUL in a value, a name
+// repeated with another value (except SUBSET), too many pairs.
 std::optional<Query> parse_query(std::string_view raw, std::string* why);
-
-// Replaces the value of `key` (case-insensitive) or appends key=value.
-std::string rewrite_query(const Query& q, std::string_view key, std::string_view value);
 
 struct HttpIn {
     std::string method;  // upper case as sent
     std::string target;  // origin-form path?query
     std::string content_type;
     std::string body;
+    std::string cookie{};  // the Cookie header: MapServer reads it as parameters too
 };
 
 struct BboxIn {
@@ -74,6 +75,14 @@ struct OgcRequest {
     std::optional<std::int64_t> zoom;
     bool hits_only = false;                    // RESULTTYPE=hits
     double feature_info_count = 1;
+
+    // What goes upstream is the gate's own serialisation of what it read
+    // (canonical.hpp); written only when forwarded, so a refusal never pays for it.
+    bool canonical = false;        // read unambiguously: canonical_target() is what goes up
+    std::string canonical_path;    // encoded normalised path
+    bool ogc_kvp = false;          // SERVICE/REQUEST given: names are case-insensitive
+    std::string cgi_param;         // a MapServer CGI-mode parameter that was sent
+    bool known_service_value = true;  // SERVICE named one the gate knows (or none)
 
     std::string problem;  // non-empty: the request cannot be understood
     std::string problem_code = "InvalidParameterValue";

@@ -223,6 +223,17 @@ private:
         }
     }
 
+    // Every Cookie header, joined as MapServer's CGI environment sees them.
+    std::string cookies() const {
+        std::string c;
+        for (const auto& f : req_)
+            if (f.name() == http::field::cookie) {
+                if (!c.empty()) c += "; ";
+                c.append(f.value().data(), f.value().size());
+            }
+        return c;
+    }
+
     HeaderList headers_of(const http::request<http::string_body>& r) {
         HeaderList h;
         for (const auto& f : r) h.emplace_back(std::string(f.name_string()), std::string(f.value()));
@@ -236,7 +247,7 @@ private:
         if (path == "/readyz") return ready();
 
         HttpIn in{std::string(req_.method_string()), std::string(target), std::string(req_[http::field::content_type]),
-                  req_.body()};
+                  req_.body(), cookies()};
         if (in.target.empty() || in.target[0] != '/')
             return plain(400, "only origin-form request targets are accepted", "invalid");
         const Config& c = *cfg_;

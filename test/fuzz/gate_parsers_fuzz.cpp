@@ -1,6 +1,9 @@
 // libFuzzer target: arbitrary bytes through the gate's request parsers, caps,
 // pricing, exception rendering and the coalescing key. The first byte picks the method and
 // content type; the rest splits at the first newline into target and body.
+// Property: what the gate forwards is a fixed point. Parsed again, the
+// canonical request is accepted with the same service, operation, price
+// and size, and serialises to itself: the upstream reads what was checked.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,6 +11,9 @@
 #include "gate/coalescer.hpp"
 #include "gate/decision.hpp"
 #include "gate/identity.hpp"
+#include "gate/jwt.hpp"
+#include "gate/kvp.hpp"
+#include "gate/path.hpp"
 #include "gate/text.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -33,6 +39,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (ot::gate::coalesce_key(in, a.req, {{"Authorization", rest}}, config) && (in.method == "POST" || !in.body.empty()))
         __builtin_trap();
 
+    if (d.forward && spent.outcome == ot::core::SpendOutcome::Allowed) {
+        ot::gate::HttpIn again = in;
+        again.target = d.target;
+        if (d.body) again.body = *d.body;
+        const ot::gate::Assessment b = ot::gate::assess(again, config);
+        if (b.caps.error || !b.req.problem.empty()) __builtin_trap();
+        if (b.req.service != a.req.service || b.req.op != a.req.op) __builtin_trap();
+        if (b.price.cost != a.price.cost || b.caps.width != a.caps.width || b.caps.height != a.caps.height)
+            __builtin_trap();
+        if (b.caps.count != a.caps.count) __builtin_trap();
+        const ot::gate::Decision e = ot::gate::decide(again, b, config.tiers[0], spent, config);
+        if (!e.forward || e.target != d.target) __builtin_trap();
+        if (a.req.body_kind == ot::gate::BodyKind::Form && (!e.body || !d.body || *e.body != *d.body)) __builtin_trap();
+    }
+
+    (void)ot::gate::verify_hs256(rest, "k", 1700000000);
+    (void)ot::gate::normalise_path(rest, nullptr);
+    (void)ot::gate::cookie_names(rest);
     (void)ot::gate::percent_decode(rest, sel & 16);
     (void)ot::gate::parse_double(rest);
     (void)ot::gate::parse_cidr(rest);

@@ -16,7 +16,13 @@ for i in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$ECHO/" && break
 CAPS="?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"   # costs 1 unit
 
 # g1: tiny budget (5 units, 0.2/s), no trusted proxies.
-gate_start "$tmp/g1" "$G1" "$A1" "http://127.0.0.1:$ECHO" --burst 5 --rate 0.2 || { not_ok "gate starts"; tap_exit; }
+# Keys listed in a tier ("keyed", the same budget) get buckets of their own.
+cat >"$tmp/g1.yaml" <<YAML
+tiers:
+  - {name: public, rate: 0.2, burst: 5}
+  - {name: keyed, rate: 0.2, burst: 5, keys: [$("$GATE_BIN" --hash-key partner-1), $("$GATE_BIN" --hash-key e), $("$GATE_BIN" --hash-key 'Bearer tok-1')]}
+YAML
+gate_start "$tmp/g1" "$G1" "$A1" "http://127.0.0.1:$ECHO" --config "$tmp/g1.yaml" --burst 5 --rate 0.2 || { not_ok "gate starts"; tap_exit; }
 st=()
 for i in 1 2 3 4 5 6; do st+=("$(curl -s -o /dev/null -D "$tmp/h$i" -w '%{http_code}' "http://127.0.0.1:$G1/$CAPS")"); done
 check_eq "five 1-unit requests pass, the sixth is refused" "200 200 200 200 200 429" "${st[*]}"
@@ -33,7 +39,13 @@ check "429 for WFS 2.0 is an OWS 1.1 ExceptionReport" grep -q '<ows:ExceptionRep
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Forwarded-For: 203.0.113.77' "http://127.0.0.1:$G1/$CAPS")
 check_eq "X-Forwarded-For from an untrusted peer does not change the key" 429 "$st"
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Api-Key: partner-1' "http://127.0.0.1:$G1/$CAPS")
-check_eq "an API key is its own bucket" 200 "$st"
+check_eq "an API key listed in a tier is its own bucket" 200 "$st"
+st=$(curl -s -o /dev/null -w '%{http_code}' -H 'authorization: BEARER  tok-1' "http://127.0.0.1:$G1/$CAPS")
+check_eq "header name and auth scheme compared case-insensitively" 200 "$st"
+st=""
+for k in made-up-1 made-up-2 made-up-3; do st="$st $(curl -s -o /dev/null -w '%{http_code}' -H "X-Api-Key: $k" "http://127.0.0.1:$G1/$CAPS")"; done
+check_eq "made-up API keys are charged to the exhausted address bucket" " 429 429 429" "$st"
+check_eq "... and so is a made-up Authorization" 429 "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' "http://127.0.0.1:$G1/$CAPS")"
 for p in /healthz /livez /readyz; do
   check_eq "$p exempt from the exhausted budget" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1$p")"
 done
@@ -49,6 +61,9 @@ check "metrics have upstream latency" grep -qE '^ogc_gate_upstream_latency_secon
 b=$(curl -s "http://127.0.0.1:$A1/buckets")
 check "bucket snapshot lists hashed keys with tokens and throttled counts" \
   /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); k=[x for x in d["buckets"] if x["throttled"]>0 and x["key"].startswith("ip:")]; assert k and "tokens" in k[0] and "last_request_s_ago" in k[0]' "$b"
+plain=$("$GATE_BIN" --hash-key partner-1)
+check "/buckets shows keyed hashes, never the plain SHA-1 of a credential" \
+  bash -c "grep -q '\"key:' <<<'$b' && ! grep -q '$plain' <<<'$b'"
 check "admin endpoints are not on the public port" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1/metrics")" != 200 ] 
 
 # g2: trusted proxy 127.0.0.1, config file, shadow off; then reloads.

@@ -89,7 +89,7 @@ TEST(Features, OverCapRefusedOrClamped) {
     auto k = run("/?SERVICE=WFS&REQUEST=GetFeature&VERSION=2.0.0&TYPENAMES=pts&count=5000", c);
     EXPECT_FALSE(k.out.error);
     ASSERT_TRUE(k.out.new_target);
-    EXPECT_EQ(*k.out.new_target, "/?SERVICE=WFS&REQUEST=GetFeature&VERSION=2.0.0&TYPENAMES=pts&count=1000");
+    EXPECT_EQ(*k.out.new_target, "/?SERVICE=WFS&REQUEST=GetFeature&VERSION=2.0.0&TYPENAMES=pts&COUNT=1000");
     EXPECT_EQ(k.out.count, 1000);
 }
 

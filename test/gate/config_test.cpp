@@ -81,3 +81,24 @@ TEST(ConfigFile, RejectsMistakes) {
         EXPECT_THROW(load(bad), std::runtime_error) << bad;
     }
 }
+
+TEST(ConfigFile, OperationsPassThroughAndCgi) {
+    const Config c = load(
+        "operations:\n"
+        "  mapserver_cgi: allow\n"
+        "  passthrough:\n"
+        "    - {service: wfs, request: Transaction, cost: 25}\n"
+        "    - {service: SOS, request: '*', cost: 3}\n"
+        "cost: {coverage_default_megapixels: 4}\n");
+    EXPECT_TRUE(c.caps.mapserver_cgi);
+    ASSERT_EQ(c.caps.passthrough.size(), 2u);
+    EXPECT_EQ(c.caps.passthrough[0].service, "WFS");
+    EXPECT_EQ(c.caps.passthrough[0].request, "TRANSACTION");
+    EXPECT_EQ(c.caps.passthrough[0].cost, 25);
+    EXPECT_EQ(c.caps.coverage_default_megapixels, 4);
+    EXPECT_FALSE(Config{}.caps.mapserver_cgi);
+    EXPECT_THROW(load("operations: {mapserver_cgi: yes-please}\n"), std::runtime_error);
+    EXPECT_THROW(load("operations: {passthrough: [{service: WFS, request: Transaction}]}\n"), std::runtime_error);
+    EXPECT_THROW(load("operations: {passthrough: [{service: WFS, request: X, cost: -1}]}\n"), std::runtime_error);
+    EXPECT_THROW(load("operations: {pass_through: []}\n"), std::runtime_error);
+}

@@ -133,11 +133,40 @@ TEST(Render, EachDialect) {
 
 TEST(Identity, ApiKeyHashedNeverRaw) {
     Config c;
+    c.hash_secret = "s";
+    c.tiers.push_back({"partner", {5000, 500}, {hash_secret("bearer secret-token")}, {}});
     HeaderList h{{"authorization", "Bearer secret-token"}};
     auto id = identify(h, *parse_ip("10.0.0.1"), c);
-    EXPECT_EQ(id.key, "key:" + hash_secret("Bearer secret-token"));
+    EXPECT_EQ(id.key, "key:" + keyed_hash("s", "key:bearer secret-token"));
+    EXPECT_EQ(id.tier, "partner");
     EXPECT_EQ(id.key.find("secret"), std::string::npos);
+    // Never the bare SHA-1 of the secret: that one is in the config file.
+    EXPECT_EQ(id.key.find(hash_secret("bearer secret-token")), std::string::npos);
     EXPECT_EQ(hash_secret("abc"), "a9993e364706816a");  // SHA-1("abc") prefix
+}
+
+TEST(Identity, SchemeAndHeaderNameCaseInsensitive) {
+    Config c;
+    c.tiers.push_back({"partner", {5000, 500}, {hash_secret("bearer t1")}, {}});
+    const auto a = identify({{"AUTHORIZATION", "BEARER   t1"}}, *parse_ip("10.0.0.1"), c);
+    const auto b = identify({{"authorization", "Bearer t1"}}, *parse_ip("10.0.0.2"), c);
+    EXPECT_EQ(a.key, b.key);
+    EXPECT_EQ(a.tier, "partner");
+    EXPECT_NE(identify({{"Authorization", "Bearer T1"}}, *parse_ip("10.0.0.1"), c).tier, "partner");
+}
+
+TEST(Identity, MadeUpCredentialsPayFromTheAddress) {
+    Config c;
+    c.tiers.push_back({"partner", {5000, 500}, {hash_secret("k1")}, {}});
+    const auto ip = identify({}, *parse_ip("192.0.2.9"), c);
+    for (const char* k : {"k2", "Bearer zzz", "whatever"}) {
+        EXPECT_EQ(identify({{"X-Api-Key", k}}, *parse_ip("192.0.2.9"), c).key, ip.key) << k;
+        EXPECT_EQ(identify({{"Authorization", k}}, *parse_ip("192.0.2.9"), c).key, ip.key) << k;
+    }
+    // A listed key behind an unlisted one still counts.
+    const auto both = identify({{"Authorization", "junk"}, {"X-Api-Key", "k1"}}, *parse_ip("192.0.2.9"), c);
+    EXPECT_EQ(both.tier, "partner");
+    EXPECT_NE(both.key, ip.key);
 }
 
 TEST(Identity, ForwardedForOnlyFromTrustedProxy) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "gate/bodies.hpp"
+#include "gate/kvp.hpp"
 #include "gate/request.hpp"
 #include "gate/text.hpp"
 
@@ -221,12 +222,12 @@ TEST(Paths, OgcApiItems) {
     EXPECT_FALSE(get("/collections/roads/items?bbox=1,2").problem.empty());
 }
 
-TEST(Query, RewriteReplacesOrAppends) {
+TEST(Query, SerialiseReplacesOrAppends) {
     std::string why;
     auto q = parse_query("a=1&count=5&b=2", &why);
     ASSERT_TRUE(q);
-    EXPECT_EQ(rewrite_query(*q, "COUNT", "10"), "a=1&count=10&b=2");
-    EXPECT_EQ(rewrite_query(*q, "MAXFEATURES", "10"), "a=1&count=5&b=2&MAXFEATURES=10");
+    EXPECT_EQ(serialise_query(q->params, "COUNT", "COUNT", "10"), "a=1&count=10&b=2");
+    EXPECT_EQ(serialise_query(q->params, "MAXFEATURES", "MAXFEATURES", "10"), "a=1&count=5&b=2&MAXFEATURES=10");
 }
 
 TEST(Bodies, WfsXmlGetFeature) {

@@ -198,3 +198,37 @@ ms_stop() {
   fi
   rm -f "$dir/lighttpd.pid"
 }
+
+# ms_start_raster DIR PORT [PUBLIC_URL]: the "pts" layer plus "dem", a
+# 1000x500 GeoTIFF over -10,35,30,45 served by WCS 1.0/2.0 (GTiff output).
+# Needs gdal_create (gdal-bin).
+ms_start_raster() {
+  local dir=$1 port=$2 public=${3:-http://127.0.0.1:$2/}
+  mkdir -p "$dir/www" "$dir/run"
+  dir=$(cd "$dir" && pwd)
+  ms_write_data "$dir/pts.geojson" 50
+  gdal_create -q -of GTiff -outsize 1000 500 -bands 1 -ot Byte -burn 7 -a_srs EPSG:4326 \
+    -a_ullr -10 45 30 35 "$dir/dem.tif" || return 1
+  ms_write_map "$dir" "$public" "$(ms_ogr_layer "$dir")
+  LAYER
+    NAME \"dem\"
+    TYPE RASTER
+    STATUS ON
+    DATA \"$dir/dem.tif\"
+    PROJECTION \"init=epsg:4326\" END
+    METADATA
+      \"wcs_label\" \"dem\"
+      \"wcs_rangeset_name\" \"bands\"
+      \"wcs_rangeset_label\" \"bands\"
+      \"wcs_enable_request\" \"*\"
+      \"wcs_srs\" \"EPSG:4326\"
+      \"wcs_extent\" \"-10 35 30 45\"
+      \"wcs_resolution\" \"0.04 0.02\"
+      \"wcs_size\" \"1000 500\"
+      \"wcs_bandcount\" \"1\"
+      \"wcs_formats\" \"GTiff\"
+    END
+  END"
+  sed -i 's|^  IMAGETYPE png$|  IMAGETYPE png\n  OUTPUTFORMAT\n    NAME "GTiff"\n    DRIVER "GDAL/GTiff"\n    MIMETYPE "image/tiff"\n    IMAGEMODE BYTE\n    EXTENSION "tif"\n  END|' "$dir/demo.map"
+  ms_serve "$dir" "$port"
+}
