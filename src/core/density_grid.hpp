@@ -1,0 +1,36 @@
+// A multi-resolution count of where a layer's rows are: the density source
+// that resolves small dense areas (a 10 m radius in a city centre), where
+// column statistics fall back to a flat guess.
+//
+// A quadtree over an extent, flattened: level l has 2^l × 2^l cells; a cell is
+// stored when its parent holds more than `threshold` rows (level 0 always), so
+// dense areas are resolved down to the finest level and sparse ones stop early
+// (rows are taken as uniform inside a leaf). Serialised into one flat byte
+// string (stored by the extension in a table, read without copying).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ot::core {
+
+inline constexpr int kDensityMaxLevels = 24;
+
+struct DensityExtent {
+    double xmin, ymin, xmax, ymax;
+};
+
+// The blob for n points (x[i], y[i]) over extent; points outside are clamped
+// to its edge. Throws std::bad_alloc only.
+std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent extent,
+                                              int levels = 20, int threshold = 32);
+
+// Rows of the grid inside the box (fractional cells pro rata); negative when
+// the blob is not a density grid. No allocation, no exception.
+double density_rows(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax, double ymax) noexcept;
+
+// Total rows and stored cells of a blob (negative when it is not a grid).
+double density_total(const unsigned char* blob, std::size_t len) noexcept;
+long density_cells(const unsigned char* blob, std::size_t len) noexcept;
+
+}  // namespace ot::core
