@@ -4,7 +4,7 @@
 
 EXTENSION   = ogc_throttle
 MODULE_big  = ogc_throttle
-DATA        = extension/ogc_throttle--0.1.sql
+DATA        = $(wildcard extension/ogc_throttle--*.sql)
 PG_CONFIG  ?= pg_config
 
 CORE_SRCS := $(wildcard src/core/*.cpp)

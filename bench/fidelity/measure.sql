@@ -22,7 +22,7 @@ BEGIN
     SELECT cost INTO est FROM throttle_explain(q.sql) WHERE call LIKE 'total%' LIMIT 1;
     feat := NULL;
     IF have_features THEN
-      EXECUTE 'SELECT json_object_agg(name, json_build_array(calls, rows)) FROM throttle_features($1)' INTO feat USING q.sql;
+      EXECUTE 'SELECT json_object_agg(class, json_build_array(calls, rows)) FROM throttle_features($1)' INTO feat USING q.sql;
     END IF;
     EXECUTE 'EXPLAIN (FORMAT JSON) ' || q.sql INTO j;
     EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q.sql INTO j;  -- warm-up

@@ -51,13 +51,18 @@ const char* cost_class_name(CostClass c) noexcept {
 
 CostModel default_cost_model() noexcept {
     CostModel m{};
-    // One cost unit is about one small indexed lookup; 100 rows cost one more.
-    m.of(CostClass::Bbox) = {1.0, 0.01, 0.0};
-    m.of(CostClass::Radius) = {1.0, 0.01, 0.0};
-    m.of(CostClass::Features) = {1.0, 0.01, 0.0};
-    m.of(CostClass::Tile) = {1.0, 0.005, 0.0};
+    // One cost unit is one millisecond of executor time on the reference
+    // machine (doc/cost-model.md, "Units and default weights").
+    m.of(CostClass::Bbox) = {0.05, 0.0, 0.0};
+    m.of(CostClass::Radius) = {0.05, 0.0, 0.0};
+    m.of(CostClass::Features) = {0.05, 0.0005, 0.0};
+    m.of(CostClass::Tile) = {0.05, 0.0, 0.0};
     m.of(CostClass::Map) = {2.0, 0.005, 4.0};
     m.of(CostClass::Coverage) = {2.0, 0.0, 8.0};
+    m.of(CostClass::Scan) = {0.02, 0.0005, 0.0};
+    m.of(CostClass::Join) = {0.0, 0.0005, 0.0};
+    m.of(CostClass::Encode) = {0.0, 0.003, 0.0};
+    m.of(CostClass::Distance) = {0.0, 0.002, 0.0};
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;
     m.cost_max = 500.0;

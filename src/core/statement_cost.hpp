@@ -24,7 +24,9 @@
 
 namespace ot::core {
 
-enum class CallKind : std::uint8_t { Radius, Bbox, Tile };
+// Plan: one entry standing for the plan-wide terms (StatementFacts::plan), so
+// that a statement priced only by its plan (a disguised search) shows and pays.
+enum class CallKind : std::uint8_t { Radius, Bbox, Tile, Plan };
 
 struct Box {
     double xmin, ymin, xmax, ymax;
@@ -41,6 +43,8 @@ struct PricedCall {
     double area_km2;  // Bbox, and Tile when priced by its bounds
     double rows;      // rows the search meets per the table's statistics; < 0 unknown (area × density then)
     int zoom;         // Tile when priced by zoom; -1 otherwise
+    // Plan: what the plan-wide terms count, for explanations.
+    double scans, scan_rows, upper_rows, encode_rows, predicate_rows;
     // Filled by price_statement:
     double cost;
     int same_as;  // index of the call this one was merged into, or -1

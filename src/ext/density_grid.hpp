@@ -1,0 +1,18 @@
+// Density grids per indexed geometry/geography column: built by
+// throttle_density_build(regclass, name) into the table throttle_density,
+// read by the pricing walk (cached per backend, dropped on a relcache
+// invalidation of the table the grid describes).
+#pragma once
+#include "ext/pg.hpp"
+
+extern "C" {
+#include "access/attnum.h"
+}
+
+namespace ot::ext {
+
+// Rows of relid.attnum inside the box (in the column's coordinates: lon/lat
+// degrees for geography), or negative when the column has no grid.
+double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
+
+}  // namespace ot::ext
