@@ -45,6 +45,7 @@ const char* cost_class_name(CostClass c) noexcept {
         case CostClass::Join: return "join";
         case CostClass::Encode: return "encode";
         case CostClass::Distance: return "distance";
+        case CostClass::Worker: return "worker";
     }
     return "unknown";
 }
@@ -53,16 +54,17 @@ CostModel default_cost_model() noexcept {
     CostModel m{};
     // One cost unit is one millisecond of executor time on the reference
     // machine (doc/cost-model.md, "Units and default weights").
-    m.of(CostClass::Bbox) = {0.05, 0.0, 0.0};
-    m.of(CostClass::Radius) = {0.05, 0.0, 0.0};
-    m.of(CostClass::Features) = {0.05, 0.0005, 0.0};
-    m.of(CostClass::Tile) = {0.05, 0.0, 0.0};
+    m.of(CostClass::Bbox) = {0.05, 0.002, 0.0};
+    m.of(CostClass::Radius) = {0.05, 0.003, 0.0};
+    m.of(CostClass::Features) = {0.05, 0.002, 0.0};
+    m.of(CostClass::Tile) = {0.05, 0.005, 0.0};
     m.of(CostClass::Map) = {2.0, 0.005, 4.0};
     m.of(CostClass::Coverage) = {2.0, 0.0, 8.0};
     m.of(CostClass::Scan) = {0.02, 0.0005, 0.0};
     m.of(CostClass::Join) = {0.0, 0.0005, 0.0};
     m.of(CostClass::Encode) = {0.0, 0.003, 0.0};
     m.of(CostClass::Distance) = {0.0, 0.002, 0.0};
+    m.of(CostClass::Worker) = {3.0, 0.0, 0.0};
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;
     m.cost_max = 500.0;

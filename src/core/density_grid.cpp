@@ -196,6 +196,34 @@ double density_rows(const unsigned char* blob, std::size_t len, double xmin, dou
     return rows;
 }
 
+double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept {
+    View v;
+    if (!open(blob, len, &v)) return -1;
+    const Header& hd = v.h;
+    if (!(hd.total > 0)) return 0;
+    w = std::max(w, 0.0), h = std::max(h, 0.0);
+    const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
+    // The finest level whose cells are at least the box.
+    std::uint32_t l = 0;
+    while (l < hd.levels && W / std::ldexp(1.0, static_cast<int>(l + 1)) >= w &&
+           H / std::ldexp(1.0, static_cast<int>(l + 1)) >= h)
+        l++;
+    const double cell_area = (W / std::ldexp(1.0, static_cast<int>(l))) * (H / std::ldexp(1.0, static_cast<int>(l)));
+    const double frac = std::min(1.0, w * h / cell_area);
+    double sum = 0;
+    for (std::uint32_t la = 0; la <= l; la++) {
+        for (std::uint32_t i = 0; i < hd.ncells[la]; i++) {
+            std::uint32_t c;
+            std::memcpy(&c, v.counts[la] + 4 * i, 4);
+            if (la == l)
+                sum += static_cast<double>(c) * c;
+            else if (c <= hd.threshold)  // a leaf above l: uniform over its 4^d cells at l
+                sum += static_cast<double>(c) * c / std::ldexp(1.0, 2 * static_cast<int>(l - la));
+        }
+    }
+    return sum / hd.total * frac;
+}
+
 double density_total(const unsigned char* blob, std::size_t len) noexcept {
     View v;
     return open(blob, len, &v) ? v.h.total : -1;

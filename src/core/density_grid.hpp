@@ -29,6 +29,11 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
 // the blob is not a density grid. No allocation, no exception.
 double density_rows(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax, double ymax) noexcept;
 
+// Rows expected in a w × h box centred where the layer's own rows are (a
+// random row's neighbourhood: Σ n_c² / N × box/cell area): for searches whose
+// centre is known only during execution (the inner side of a nested loop).
+double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
+
 // Total rows and stored cells of a blob (negative when it is not a grid).
 double density_total(const unsigned char* blob, std::size_t len) noexcept;
 long density_cells(const unsigned char* blob, std::size_t len) noexcept;

@@ -104,11 +104,16 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
     // The term each call stands for; a call merged into another keeps none.
     Term terms_small[16];
     Term* terms = n <= 16 ? terms_small : new Term[n];
+    // With the plan priced as a whole, its scans carry the rows: the calls
+    // keep only their fixed (per request) terms.
+    bool plan_wide = false;
+    for (std::size_t i = 0; i < n; i++) plan_wide |= calls[i].kind == CallKind::Plan;
     for (std::size_t i = 0; i < n; i++) {
         PricedCall& c = calls[i];
         c.same_as = -1;
         c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
         terms[i] = c.folded_into_tile ? Term{CostClass::Bbox, 0, false} : price_one(m, c, facts, filter_rows);
+        if (plan_wide) terms[i].rows = 0;
         c.cost = c.folded_into_tile            ? 0.0
                  : c.kind == CallKind::Plan ? std::min(m.cost_max, price_of(m, facts.plan))
                                             : std::min(m.cost_max, cost_of(m, terms[i]));

@@ -16,6 +16,10 @@
 //     and are not charged besides the tile; when a filter has a statistics
 //     estimate, the largest such estimate is the tile's rows.
 //  5. The statement pays the sum, clamped at cost_max; no priced call, no charge.
+//  6. When the caller priced the plan as a whole (a CallKind::Plan entry, its
+//     quantities in StatementFacts::plan), the plan's scans carry the rows and
+//     each call keeps only its class's fixed term (an unknown argument still
+//     costs cost_max).
 #pragma once
 #include <cstddef>
 #include <cstdint>

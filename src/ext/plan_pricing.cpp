@@ -598,6 +598,46 @@ bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out) {
     return false;
 }
 
+// A radius search whose centre comes from the outer row of a nested loop
+// (ST_DWithin(t.geom, outer.geom, r) → t.geom && ST_Expand($n, r), or the
+// geography form's filter): the search's size, in the column's units.
+bool outer_centre_search(PlanCtx* c, List* quals, List* filter, Index scanrelid, AttrNumber* attnum, double* w,
+                         double* h) {
+    ListCell* lc;
+    foreach (lc, quals) {
+        auto* n = static_cast<Node*>(lfirst(lc));
+        if (!IsA(n, OpExpr) || list_length(reinterpret_cast<OpExpr*>(n)->args) != 2) continue;
+        auto* o = reinterpret_cast<OpExpr*>(n);
+        if (o->opfuncid == InvalidOid) set_opfuncid(o);
+        if (gis_role(o->opfuncid) != GisRole::OverlapsGeometry) continue;
+        Node* a = static_cast<Node*>(linitial(o->args));
+        Node* b = static_cast<Node*>(lsecond(o->args));
+        Node* other = scan_column(a, scanrelid, attnum) ? b : scan_column(b, scanrelid, attnum) ? a : nullptr;
+        if (other == nullptr || !IsA(other, FuncExpr)) continue;
+        auto* f = reinterpret_cast<FuncExpr*>(other);
+        double r;
+        if (!is_st_expand(f->funcid) || list_length(f->args) != 2 || !eval_float8(c->w, static_cast<Node*>(lsecond(f->args)), &r))
+            continue;
+        *w = *h = 2 * std::max(r, 0.0);
+        return true;
+    }
+    foreach (lc, filter) {
+        auto* n = static_cast<Node*>(lfirst(lc));
+        if (!IsA(n, FuncExpr)) continue;
+        auto* f = reinterpret_cast<FuncExpr*>(n);
+        if (gis_role(f->funcid) != GisRole::DWithinGeography || list_length(f->args) < 3) continue;
+        if (!scan_column(static_cast<Node*>(linitial(f->args)), scanrelid, attnum) &&
+            !scan_column(static_cast<Node*>(lsecond(f->args)), scanrelid, attnum))
+            continue;
+        double r;
+        if (!eval_float8(c->w, static_cast<Node*>(lthird(f->args)), &r)) continue;
+        *h = 2 * std::max(r, 0.0) / 110574.0;
+        *w = *h / 0.64;  // about 50° of latitude
+        return true;
+    }
+    return false;
+}
+
 // Rows a scan's index condition meets: the density grid, else PostGIS's
 // statistics (geometry only), else negative.
 double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis) {
@@ -675,10 +715,17 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             List* quals = nodeTag(p) == T_IndexScan        ? reinterpret_cast<IndexScan*>(p)->indexqualorig
                           : nodeTag(p) == T_BitmapHeapScan ? reinterpret_cast<BitmapHeapScan*>(p)->bitmapqualorig
                                                            : NIL;
+            // The recheck may leave out a condition the filter implies (ST_Contains's @): read the bitmap's own.
+            if (nodeTag(p) == T_BitmapHeapScan && p->lefttree != nullptr && IsA(p->lefttree, BitmapIndexScan))
+                quals = list_concat_copy(quals, reinterpret_cast<BitmapIndexScan*>(p->lefttree)->indexqualorig);
             double rows = -1;
             Search s{};
             if (OidIsValid(relid) && (geography_radius_search(c, p->qual, rti, &s) || box_search(c, quals, rti, &s)))
                 rows = search_rows(c, relid, s, nodeTag(p) == T_IndexScan);
+            AttrNumber att;
+            double sw, sh;
+            if (rows < 0 && OidIsValid(relid) && outer_centre_search(c, quals, p->qual, rti, &att, &sw, &sh))
+                rows = density_grid_rows_around(relid, att, sw, sh);
             if (rows < 0 && nodeTag(p) == T_BitmapHeapScan && p->lefttree != nullptr)
                 rows = planned(p->lefttree, par);  // the bitmap's own estimate is the index condition's
             if (rows < 0 && nodeTag(p) == T_IndexScan && reinterpret_cast<IndexScan*>(p)->indexorderby != NIL &&
@@ -763,10 +810,12 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             break;
         }
         case T_Gather:
+            c->f.calls[static_cast<int>(core::CostClass::Worker)] += loops * reinterpret_cast<Gather*>(p)->num_workers;
             out = visit(c, p->lefttree, loops, cap, parallel_divisor(reinterpret_cast<Gather*>(p)->num_workers));
             processed = out;
             break;
         case T_GatherMerge:
+            c->f.calls[static_cast<int>(core::CostClass::Worker)] += loops * reinterpret_cast<GatherMerge*>(p)->num_workers;
             out = visit(c, p->lefttree, loops, cap, parallel_divisor(reinterpret_cast<GatherMerge*>(p)->num_workers));
             processed = out;
             break;

@@ -252,6 +252,8 @@ bool expand_geometry(Datum geometry, double d, Datum* out) {
     return true;
 }
 
+bool is_st_expand(Oid fn) { return helpers_ready() && fn == cache.helpers[Expand]; }
+
 bool geography_as_geometry(Datum geography, Datum* out) {
     if (!helpers_ready()) return false;
     bool isnull = false;

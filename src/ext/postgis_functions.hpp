@@ -57,6 +57,9 @@ bool has_statistics(Oid relid, AttrNumber attnum);
 // ST_Expand(geometry, d), or false when PostGIS cannot.
 bool expand_geometry(Datum geometry, double d, Datum* out);
 
+// Whether fn is ST_Expand(geometry, float8).
+bool is_st_expand(Oid fn);
+
 // geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
 bool geography_as_geometry(Datum geography, Datum* out);
 

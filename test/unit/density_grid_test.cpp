@@ -71,3 +71,15 @@ TEST(DensityGrid, EmptyLayerAndOutsideBoxes) {
     EXPECT_EQ(density_rows(h.data(), h.size(), 200, 0, 210, 10), 0);
     EXPECT_EQ(density_rows(h.data(), h.size(), 10, 10, 5, 5), 0);  // inverted
 }
+
+TEST(DensityGrid, AroundItsOwnRowsSeesTheCrowd) {
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    // A 0.002-wide box around a random row: ~10/11 of rows are in the city,
+    // where such a box holds roughly 10000 * (0.002 / (2.5 * 0.01))^2 ≈ 64 rows.
+    const double around = density_rows_around(g.data(), g.size(), 0.002, 0.002);
+    EXPECT_GT(around, 15);
+    EXPECT_LT(around, 200);
+    // The layer's average density would say ~0.
+    EXPECT_LT(11000 * 0.002 * 0.002 / (360 * 180), 0.01);
+}
