@@ -449,6 +449,10 @@ struct PlanCtx {
     Walk* w;
     core::PlanFeatures f;
     double subplan_loops[kMaxSubplans];  // by plan_id - 1
+    bool have_last_box;                  // the box the last spatial scan walked searched
+    GisBox last_box;
+    bool have_join_box;                  // the outer side's search box, for the inner side of a spatial join
+    GisBox join_box;
 };
 
 struct ExprFacts {
@@ -638,6 +642,27 @@ bool outer_centre_search(PlanCtx* c, List* quals, List* filter, Index scanrelid,
     return false;
 }
 
+// A spatial index condition against the other side of a join (t.geom && p.geom
+// with p.geom an outer row's value): the inner side of a spatial join.
+bool join_search(PlanCtx* c, List* quals, Index scanrelid, AttrNumber* attnum) {
+    ListCell* lc;
+    foreach (lc, quals) {
+        auto* n = static_cast<Node*>(lfirst(lc));
+        if (!IsA(n, OpExpr) || list_length(reinterpret_cast<OpExpr*>(n)->args) != 2) continue;
+        auto* o = reinterpret_cast<OpExpr*>(n);
+        if (o->opfuncid == InvalidOid) set_opfuncid(o);
+        const GisRole role = gis_role(o->opfuncid);
+        if (role != GisRole::OverlapsGeometry && role != GisRole::ContainsGeometryOp && role != GisRole::WithinGeometryOp)
+            continue;
+        Node* a = static_cast<Node*>(linitial(o->args));
+        Node* b = static_cast<Node*>(lsecond(o->args));
+        Node* other = scan_column(a, scanrelid, attnum) ? b : scan_column(b, scanrelid, attnum) ? a : nullptr;
+        // A bare outer column (an ST_Expand of one is a radius search, priced apart).
+        if (other != nullptr && (IsA(other, Param) || IsA(other, Var)) && column_walker(other, c->w)) return true;
+    }
+    return false;
+}
+
 // Rows a scan's index condition meets: the density grid, else PostGIS's
 // statistics (geometry only), else negative.
 double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis) {
@@ -720,8 +745,24 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 quals = list_concat_copy(quals, reinterpret_cast<BitmapIndexScan*>(p->lefttree)->indexqualorig);
             double rows = -1;
             Search s{};
-            if (OidIsValid(relid) && (geography_radius_search(c, p->qual, rti, &s) || box_search(c, quals, rti, &s)))
+            AttrNumber join_att;
+            const bool joined = OidIsValid(relid) && join_search(c, quals, rti, &join_att);
+            const bool found =
+                OidIsValid(relid) && (geography_radius_search(c, p->qual, rti, &s) || box_search(c, quals, rti, &s));
+            if (joined) {
+                // The inner side of a spatial join: over all its loops it reads about the rows in the
+                // region searched (its own box, else the outer side's), as the outer rows tile it.
+                const GisBox* region = found ? &s.box : c->have_join_box ? &c->join_box : nullptr;
+                if (region != nullptr) {
+                    const double total = density_grid_rows(relid, join_att, region->xmin, region->ymin, region->xmax,
+                                                           region->ymax);
+                    if (total >= 0) rows = std::max(1.0, total / std::max(1.0, loops));
+                }
+            } else if (found) {
                 rows = search_rows(c, relid, s, nodeTag(p) == T_IndexScan);
+                c->have_last_box = true;
+                c->last_box = s.box;
+            }
             AttrNumber att;
             double sw, sh;
             if (rows < 0 && OidIsValid(relid) && outer_centre_search(c, quals, p->qual, rti, &att, &sw, &sh))
@@ -757,11 +798,20 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             processed = out;
             break;
         case T_NestLoop: {
+            c->have_last_box = false;
             const double outer = visit(c, p->lefttree, loops, -1, par);
             const JoinType jt = reinterpret_cast<Join*>(p)->jointype;
             const bool one = jt == JOIN_SEMI || jt == JOIN_ANTI || reinterpret_cast<Join*>(p)->inner_unique;
+            const bool saved_have = c->have_join_box;
+            const GisBox saved_box = c->join_box;
+            c->have_join_box = c->have_last_box;
+            c->join_box = c->last_box;
             const double inner = visit(c, p->righttree, loops * std::max(1.0, outer), one ? 1 : -1, 1.0);
-            out = capped(planned(p, par), cap);
+            c->have_join_box = saved_have;
+            c->join_box = saved_box;
+            // Every inner row found is a result unless a join condition remains to be checked.
+            const bool all_pushed_down = reinterpret_cast<Join*>(p)->joinqual == NIL && p->qual == NIL;
+            out = capped(all_pushed_down ? std::max(1.0, outer) * inner : planned(p, par), cap);
             add_upper(c, out, loops);
             processed = outer + inner;
             break;
