@@ -8,12 +8,13 @@ namespace ot::core {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x4f544447;  // "OTDG"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 
 struct Header {
     std::uint32_t magic, version, levels, threshold;
     double xmin, ymin, xmax, ymax;
     double total;
+    double mean_w, mean_h;  // mean box size of the rows
     std::uint32_t ncells[kDensityMaxLevels + 1];
 };
 
@@ -89,7 +90,7 @@ double cell_rows(const View& v, std::uint32_t l, std::uint32_t cx, std::uint32_t
 }  // namespace
 
 std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent e,
-                                              int levels, int threshold) {
+                                              int levels, int threshold, double mean_w, double mean_h) {
     levels = std::clamp(levels, 0, kDensityMaxLevels);
     Header h{};
     h.magic = kMagic;
@@ -97,6 +98,8 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
     h.levels = static_cast<std::uint32_t>(levels);
     h.threshold = static_cast<std::uint32_t>(std::max(threshold, 0));
     h.xmin = e.xmin, h.ymin = e.ymin, h.xmax = e.xmax, h.ymax = e.ymax;
+    h.mean_w = std::isfinite(mean_w) && mean_w > 0 ? mean_w : 0;
+    h.mean_h = std::isfinite(mean_h) && mean_h > 0 ? mean_h : 0;
     if (!(h.xmax > h.xmin)) h.xmax = h.xmin + 1;
     if (!(h.ymax > h.ymin)) h.ymax = h.ymin + 1;
     const double side = std::ldexp(1.0, levels);
@@ -222,6 +225,12 @@ double density_rows_around(const unsigned char* blob, std::size_t len, double w,
         }
     }
     return sum / hd.total * frac;
+}
+
+double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept {
+    View v;
+    if (!open(blob, len, &v)) return -1;
+    return density_rows_around(blob, len, std::max(w, 0.0) + v.h.mean_w, std::max(h, 0.0) + v.h.mean_h);
 }
 
 double density_total(const unsigned char* blob, std::size_t len) noexcept {

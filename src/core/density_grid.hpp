@@ -20,10 +20,18 @@ struct DensityExtent {
     double xmin, ymin, xmax, ymax;
 };
 
-// The blob for n points (x[i], y[i]) over extent; points outside are clamped
-// to its edge. Throws std::bad_alloc only.
+// The blob for n rows whose boxes are centred at (x[i], y[i]) over extent;
+// points outside are clamped to its edge. mean_w/mean_h: the rows' mean box
+// size (0 for points), kept for searches of a row's neighbours. Throws
+// std::bad_alloc only.
 std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent extent,
-                                              int levels = 20, int threshold = 32);
+                                              int levels = 20, int threshold = 32, double mean_w = 0,
+                                              double mean_h = 0);
+
+// Rows whose boxes meet the box of a probe w × h placed where the layer's
+// rows are (a spatial join's inner side probed per outer row): the rows
+// around within the probe grown by the layer's mean box size.
+double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
 
 // Rows of the grid inside the box (fractional cells pro rata); negative when
 // the blob is not a density grid. No allocation, no exception.

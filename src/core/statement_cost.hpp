@@ -48,7 +48,7 @@ struct PricedCall {
     double rows;      // rows the search meets per the table's statistics; < 0 unknown (area × density then)
     int zoom;         // Tile when priced by zoom; -1 otherwise
     // Plan: what the plan-wide terms count, for explanations.
-    double scans, scan_rows, upper_rows, encode_rows, predicate_rows;
+    double scans, probes, scan_rows, upper_rows, encode_rows, predicate_rows, workers;
     // Filled by price_statement:
     double cost;
     int same_as;  // index of the call this one was merged into, or -1

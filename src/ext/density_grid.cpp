@@ -116,8 +116,8 @@ const Entry* lookup(Oid relid, AttrNumber attnum) {
 
 // The blob for the points, as a palloc'd bytea; the C++ vector is gone
 // before anything that can ereport runs.
-bytea* make_blob(const double* x, const double* y, size_t n, core::DensityExtent e) {
-    std::vector<unsigned char> g = core::build_density_grid(x, y, n, e);
+bytea* make_blob(const double* x, const double* y, size_t n, core::DensityExtent e, double mean_w, double mean_h) {
+    std::vector<unsigned char> g = core::build_density_grid(x, y, n, e, 20, 32, mean_w, mean_h);
     void* mem = MemoryContextAllocExtended(CurrentMemoryContext, g.size() + VARHDRSZ,
                                            MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
     if (mem == nullptr) throw std::bad_alloc();
@@ -140,6 +140,13 @@ double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h
     const Entry* e = lookup(relid, attnum);
     if (e->blob == nullptr) return -1;
     return core::density_rows_around(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
+                                     VARSIZE(e->blob) - VARHDRSZ, w, h);
+}
+
+double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h) {
+    const Entry* e = lookup(relid, attnum);
+    if (e->blob == nullptr) return -1;
+    return core::density_rows_probed(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
                                      VARSIZE(e->blob) - VARHDRSZ, w, h);
 }
 
@@ -175,7 +182,8 @@ OT_SQL_FUNCTION(throttle_density_build) {
     initStringInfo(&q);
     // The centre of each row's box (a point's own coordinates).
     appendStringInfo(&q,
-                     "SELECT (ST_XMin(b) + ST_XMax(b)) / 2, (ST_YMin(b) + ST_YMax(b)) / 2 "
+                     "SELECT (ST_XMin(b) + ST_XMax(b)) / 2, (ST_YMin(b) + ST_YMax(b)) / 2, "
+                     "ST_XMax(b) - ST_XMin(b), ST_YMax(b) - ST_YMin(b) "
                      "FROM (SELECT Box2D(%s::geometry) AS b FROM %s WHERE %s IS NOT NULL) s",
                      quote_identifier(col), relname, quote_identifier(col));
     if (SPI_connect() != SPI_OK_CONNECT) ereport(ERROR, (errmsg("ogc_throttle: SPI_connect failed")));
@@ -187,7 +195,7 @@ OT_SQL_FUNCTION(throttle_density_build) {
     SPIPlanPtr plan = SPI_prepare(q.data, 0, nullptr);
     if (plan == nullptr) ereport(ERROR, (errmsg("ogc_throttle: could not read \"%s\": %s", relname, SPI_result_code_string(SPI_result))));
     Portal portal = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
-    double xmin = 1e300, ymin = 1e300, xmax = -1e300, ymax = -1e300;
+    double xmin = 1e300, ymin = 1e300, xmax = -1e300, ymax = -1e300, sum_w = 0, sum_h = 0;
     for (;;) {
         SPI_cursor_fetch(portal, true, 10000);
         if (SPI_processed == 0) break;
@@ -196,6 +204,11 @@ OT_SQL_FUNCTION(throttle_density_build) {
             const Datum dx = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nx);
             const Datum dy = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &ny);
             if (nx || ny) continue;
+            bool nw, nh;
+            const Datum dw = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &nw);
+            const Datum dh = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &nh);
+            if (!nw) sum_w += DatumGetFloat8(dw);
+            if (!nh) sum_h += DatumGetFloat8(dh);
             if (n == cap) {
                 cap *= 2;
                 xs = static_cast<double*>(repalloc_huge(xs, cap * sizeof(double)));
@@ -217,7 +230,7 @@ OT_SQL_FUNCTION(throttle_density_build) {
     core::DensityExtent e = degrees ? core::DensityExtent{-180, -90, 180, 90}
                             : n > 0 ? core::DensityExtent{xmin, ymin, xmax + (xmax - xmin) * 1e-9 + 1e-9, ymax + (ymax - ymin) * 1e-9 + 1e-9}
                                     : core::DensityExtent{0, 0, 1, 1};
-    bytea* blob = make_blob(xs, ys, n, e);
+    bytea* blob = make_blob(xs, ys, n, e, n > 0 ? sum_w / n : 0, n > 0 ? sum_h / n : 0);
     const long cells = core::density_cells(reinterpret_cast<const unsigned char*>(VARDATA(blob)), VARSIZE(blob) - VARHDRSZ);
 
     const Oid ext = get_extension_oid("ogc_throttle", false);

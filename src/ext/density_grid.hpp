@@ -19,4 +19,8 @@ double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin,
 // (core::density_rows_around), or negative without a grid.
 double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h);
 
+// Rows of relid.attnum a probe of size w × h meets, placed where the column's
+// rows are (core::density_rows_probed); negative without a grid.
+double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h);
+
 }  // namespace ot::ext

@@ -674,7 +674,9 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis)
 }
 
 void add_scan(PlanCtx* c, double read, double loops, const ExprFacts& qf) {
-    c->f.calls[static_cast<int>(core::CostClass::Scan)] += loops;
+    // A scan starts once; a nested loop's inner scan is probed again per outer row (class join, fixed).
+    c->f.calls[static_cast<int>(core::CostClass::Scan)] += 1;
+    if (loops > 1) c->f.calls[static_cast<int>(core::CostClass::Join)] += loops;
     c->f.rows[static_cast<int>(core::CostClass::Scan)] += read * loops;
     if (qf.geog_pred)
         c->f.rows[static_cast<int>(core::CostClass::Distance)] += read * loops;
@@ -726,6 +728,11 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
         case T_SeqScan:
         case T_SampleScan: {
             const Oid relid = scan_relation(c, p);
+            Search s{};
+            if (OidIsValid(relid) && box_search(c, p->qual, reinterpret_cast<Scan*>(p)->scanrelid, &s)) {
+                c->have_last_box = true;
+                c->last_box = s.box;
+            }
             double rows = OidIsValid(relid) ? reltuples_of(relid) : -1;
             if (rows < 0) rows = planned(p, par);
             out = price_scan(c, rows, std::min(rows, planned(p, par)), loops, cap, qf);
@@ -758,9 +765,16 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                                                            region->ymax);
                     if (total >= 0) rows = std::max(1.0, total / std::max(1.0, loops));
                 }
+                // Large boxes probed by small ones (districts by points): each probe meets the rows
+                // around it grown by their mean size, wherever the region says otherwise.
+                const double probed = density_grid_rows_probed(relid, join_att, 0, 0);
+                if (probed >= 0) rows = std::max(rows, probed);
             } else if (found) {
                 rows = search_rows(c, relid, s, nodeTag(p) == T_IndexScan);
                 c->have_last_box = true;
+                c->last_box = s.box;
+            } else if (OidIsValid(relid) && box_search(c, p->qual, rti, &s)) {
+                c->have_last_box = true;  // a box in the filter still says where a join's outer rows are
                 c->last_box = s.box;
             }
             AttrNumber att;
@@ -769,9 +783,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 rows = density_grid_rows_around(relid, att, sw, sh);
             if (rows < 0 && nodeTag(p) == T_BitmapHeapScan && p->lefttree != nullptr)
                 rows = planned(p->lefttree, par);  // the bitmap's own estimate is the index condition's
-            if (rows < 0 && nodeTag(p) == T_IndexScan && reinterpret_cast<IndexScan*>(p)->indexorderby != NIL &&
-                quals == NIL && OidIsValid(relid))
-                rows = reltuples_of(relid);  // a KNN scan reads until its consumer stops
+            if (rows < 0 && nodeTag(p) == T_IndexScan && quals == NIL && OidIsValid(relid))
+                rows = reltuples_of(relid);  // a whole index in order (KNN, ORDER BY): until the consumer stops
             if (rows < 0) rows = planned(p, par);
             // What the filter leaves: a spatial recheck keeps most; otherwise the planner's share.
             double out_full = p->qual == NIL ? rows : (qf.geog_pred || qf.geom_pred) ? 0.8 * rows
@@ -938,6 +951,8 @@ StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params
         c->function = "plan";
         c->known = true;
         c->scans = plan.calls[static_cast<int>(core::CostClass::Scan)];
+        c->probes = plan.calls[static_cast<int>(core::CostClass::Join)];
+        c->workers = plan.calls[static_cast<int>(core::CostClass::Worker)];
         c->scan_rows = plan.rows[static_cast<int>(core::CostClass::Scan)];
         c->upper_rows = plan.rows[static_cast<int>(core::CostClass::Join)];
         c->encode_rows = plan.rows[static_cast<int>(core::CostClass::Encode)];
@@ -965,9 +980,12 @@ char* describe_call(const core::PricedCall& c, int index) {
             case core::CallKind::Radius: appendStringInfo(&s, " radius %g m", c.radius_m); break;
             case core::CallKind::Bbox: appendStringInfo(&s, " box %g km²", c.area_km2); break;
             case core::CallKind::Plan:
-                appendStringInfo(&s, ": %g scan(s) reading ~%.0f rows, ~%.0f rows through joins/sorts/aggregates, "
-                                 "~%.0f rows encoded, ~%.0f exact-predicate rows",
-                                 c.scans, c.scan_rows, c.upper_rows, c.encode_rows, c.predicate_rows);
+                appendStringInfo(&s, ": %g scan(s) reading ~%.0f rows", c.scans, c.scan_rows);
+                if (c.probes > 0) appendStringInfo(&s, " in ~%.0f nested-loop probes", c.probes);
+                if (c.upper_rows > 0) appendStringInfo(&s, ", ~%.0f rows through joins/sorts/aggregates", c.upper_rows);
+                if (c.encode_rows > 0) appendStringInfo(&s, ", ~%.0f rows encoded", c.encode_rows);
+                if (c.predicate_rows > 0) appendStringInfo(&s, ", ~%.0f exact-predicate rows", c.predicate_rows);
+                if (c.workers > 0) appendStringInfo(&s, ", %g parallel worker(s)", c.workers);
                 break;
             case core::CallKind::Tile:
                 if (c.zoom >= 0)
