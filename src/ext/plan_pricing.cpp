@@ -735,7 +735,15 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             }
             double rows = OidIsValid(relid) ? reltuples_of(relid) : -1;
             if (rows < 0) rows = planned(p, par);
-            out = price_scan(c, rows, std::min(rows, planned(p, par)), loops, cap, qf);
+            const double out_full = std::min(rows, planned(p, par));
+            out = price_scan(c, rows, out_full, loops, cap, qf);
+            // A LIMIT stops a filtered sequential scan after its first matches; spatial rows are
+            // usually stored clustered, so those lie on average half-way through what does not match.
+            if (p->qual != NIL && cap >= 0 && out_full > cap && rows > 0) {
+                const double skipped = (1.0 - out_full / rows) * rows / 2;
+                c->f.rows[static_cast<int>(core::CostClass::Scan)] +=
+                    std::min(skipped, rows - rows * cap / out_full) * loops;
+            }
             processed = rows;
             break;
         }
@@ -790,6 +798,12 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             double out_full = p->qual == NIL ? rows : (qf.geog_pred || qf.geom_pred) ? 0.8 * rows
                                                                                       : std::min(rows, planned(p, par));
             out = price_scan(c, rows, out_full, loops, cap, qf);
+            // A bitmap is built whole before the first row, whatever stops the heap scan early.
+            if (nodeTag(p) == T_BitmapHeapScan && out < out_full)
+                c->f.rows[static_cast<int>(core::CostClass::Scan)] += (rows - rows * out / std::max(out_full, 1.0)) * loops;
+            // An ordered (KNN) scan computes a distance and keeps a queue per row read.
+            if (nodeTag(p) == T_IndexScan && reinterpret_cast<IndexScan*>(p)->indexorderby != NIL)
+                c->f.rows[static_cast<int>(core::CostClass::Distance)] += std::min(rows, out * rows / std::max(out_full, 1.0)) * loops;
             processed = rows;
             break;
         }
@@ -857,6 +871,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             add_upper(c, in, loops);
             out = capped(std::min(in, std::max(1.0, planned(p, par))), cap);
             processed = in;
+            // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row.
+            if (tf.encode) c->f.rows[static_cast<int>(core::CostClass::Encode)] += in * loops;
             break;
         }
         case T_Limit: {
@@ -903,7 +919,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             break;
         }
     }
-    if (tf.encode) c->f.rows[static_cast<int>(core::CostClass::Encode)] += out * loops;
+    if (tf.encode && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
+        c->f.rows[static_cast<int>(core::CostClass::Encode)] += out * loops;
     for (const ExprFacts* f : {&tf, &qf})
         for (int i = 0; i < f->nsub; i++)
             if (f->sub[i] >= 1 && f->sub[i] <= kMaxSubplans)
