@@ -8,13 +8,15 @@
 # preloaded, generates skewed data (gen.sql), a workload (workload.py), prices
 # and times every query server-side (measure.sql), and prints the table
 # (analyze.py). Stops and removes the cluster on exit.
-# Knobs: NPOINTS (300000), NQ queries per class (20), KEEP=dir keeps results there.
+# Knobs: NPOINTS (500000), NQ queries per class (30), SEED of the workload (7),
+# KEEP=dir keeps results there; FIT=1 also fits weights to the features.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$root/test/lib/pg.sh"
-NPOINTS=${NPOINTS:-300000}
-NQ=${NQ:-20}
+NPOINTS=${NPOINTS:-500000}
+NQ=${NQ:-30}
+SEED=${SEED:-7}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -50,7 +52,7 @@ if [ "$(sql -At -c "SELECT to_regproc('throttle_density_build') IS NOT NULL")" =
   echo "# density grids built for fpts.geom, fpts.geog, fpoly.geom ($(( $(date +%s) - t0 )) s)"
 fi
 sql -At -F $'\t' -c "SELECT id, lon, lat, sigma, n FROM fcity ORDER BY id" >"$work/cities.tsv"
-$PY "$here/workload.py" "$work/cities.tsv" "$NQ" >"$work/queries.tsv" || die "workload.py failed"
+$PY "$here/workload.py" "$work/cities.tsv" "$NQ" "$SEED" >"$work/queries.tsv" || die "workload.py failed"
 chmod 644 "$work/queries.tsv"
 sql -c "DROP TABLE IF EXISTS fq" -c "CREATE TABLE fq (id int PRIMARY KEY, cls text, sql text)" \
   -c "\\copy fq FROM '$work/queries.tsv'" >/dev/null || die "loading the workload failed"
@@ -79,4 +81,4 @@ fi
 sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, r.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) ORDER BY q.id" \
   >"$work/results.tsv" || die "reading results failed"
 [ -n "${KEEP:-}" ] && { mkdir -p "$KEEP"; cp "$work/results.tsv" "$work/queries.tsv" "$KEEP/"; }
-$PY "$here/analyze.py" "$work/results.tsv"
+$PY "$here/analyze.py" "$work/results.tsv" ${FIT:+--fit}

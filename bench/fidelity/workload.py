@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fidelity workload: one line per query, "id<TAB>class<TAB>sql".
 
-usage: workload.py CITIES_TSV NQ > queries.tsv
+usage: workload.py CITIES_TSV NQ [SEED] > queries.tsv
 CITIES_TSV: id, lon, lat, sigma, n per line (from fcity). NQ: queries per class
 (the disguised class gets 1.5x). Deterministic (seeded). The shapes follow what
 martin, pg_tileserv, pg_featureserv and GeoServer send (see /work/shared/OGC-NOTES.md).
@@ -10,7 +10,7 @@ import math
 import random
 import sys
 
-rnd = random.Random(7)
+rnd = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 7)
 cities = []
 for line in open(sys.argv[1]):
     f = line.split()
