@@ -1,5 +1,47 @@
--- ogc_throttle 0.1 -> 0.2
+-- ogc_throttle 0.1 -> 0.2: one cost unit is one millisecond of server time;
+-- estimates admit statements, measured time settles them.
 \echo Use "ALTER EXTENSION ogc_throttle UPDATE TO '0.2'" to load this file. \quit
+
+------------------------------------------------------------------------------
+-- Statistics gain measured time and cancellations (appended columns: the
+-- library reads a 0.1 row shape as the prefix of this one).
+------------------------------------------------------------------------------
+DROP VIEW throttle_stats;
+DROP FUNCTION throttle_stats_row();
+CREATE FUNCTION throttle_stats_row(
+        OUT spends bigint, OUT refusals bigint, OUT never_fits bigint, OUT cost_charged float8,
+        OUT identities bigint, OUT max_identities bigint, OUT evicted_full bigint, OUT evicted_lossy bigint,
+        OUT statements_priced bigint, OUT statements_delayed bigint, OUT delay_seconds float8,
+        OUT shadow_refusals bigint, OUT stats_reset timestamptz, OUT measured_ms float8, OUT cutoffs bigint)
+    AS 'MODULE_PATHNAME', 'throttle_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE VIEW throttle_stats AS SELECT * FROM throttle_stats_row();
+COMMENT ON VIEW throttle_stats IS
+    'Spends admitted, refusals, never-fit refusals, milliseconds charged, table size, evictions (lossy = a non-full bucket forgotten), the pricing hook''s statements priced, delayed, time delayed and shadow-mode refusals, executor milliseconds measured, and statements cancelled for running past their budget.';
+
+DROP VIEW throttle_identity_stats;
+DROP FUNCTION throttle_identity_stats_all();
+CREATE FUNCTION throttle_identity_stats_all(
+        OUT identity text, OUT statements bigint, OUT refused bigint, OUT delayed bigint,
+        OUT delay_seconds float8, OUT cost_charged float8, OUT last_statement timestamptz, OUT measured_ms float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_identity_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE VIEW throttle_identity_stats AS SELECT * FROM throttle_identity_stats_all();
+COMMENT ON VIEW throttle_identity_stats IS
+    'Per identity, statements the pricing hook admitted, refused (or in log mode would have), delayed, time delayed, milliseconds charged (estimates settled against measured time) and executor milliseconds measured.';
+
+REVOKE ALL ON FUNCTION throttle_stats_row(), throttle_identity_stats_all() FROM PUBLIC;
+REVOKE ALL ON throttle_stats, throttle_identity_stats FROM PUBLIC;
+GRANT SELECT ON throttle_stats, throttle_identity_stats TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_stats_row(), throttle_identity_stats_all() TO pg_monitor;
+
+------------------------------------------------------------------------------
+-- What this session's last statement was estimated at, used and was charged.
+------------------------------------------------------------------------------
+CREATE FUNCTION throttle_last_statement(OUT estimate float8, OUT measured float8, OUT charged float8,
+        OUT cutoff boolean)
+    AS 'MODULE_PATHNAME', 'throttle_last_statement' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION throttle_last_statement() IS
+    'This session''s last finished statement under the pricing hook: its estimate (ms, nested statements included), executor milliseconds measured over every pass, milliseconds net charged, and whether it was cancelled for running past its budget. NULLs before the first.';
 
 ------------------------------------------------------------------------------
 -- fidelity: plan-wide pricing — density grids and the price's feature vector.

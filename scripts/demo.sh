@@ -66,9 +66,10 @@ ALTER ROLE demo_user SET ogc_throttle.cost_max = 20;
 CREATE ROLE demo_map LOGIN;
 GRANT SELECT ON demo_points TO demo_map;
 ALTER ROLE demo_map SET ogc_throttle.mode = 'reject';
-ALTER ROLE demo_map SET ogc_throttle.capacity = 6;
-ALTER ROLE demo_map SET ogc_throttle.cost_max = 6;
-ALTER ROLE demo_map SET ogc_throttle.rate = 0.2;
+-- Budgets are milliseconds of server time: 200 ms in a burst, 2 % of a core sustained.
+ALTER ROLE demo_map SET ogc_throttle.capacity = 200;
+ALTER ROLE demo_map SET ogc_throttle.cost_max = 150;
+ALTER ROLE demo_map SET ogc_throttle.rate = 20;
 SQL
 
 echo
@@ -85,18 +86,24 @@ SELECT throttle_spend(throttle_cost_radius(50000));
 SQL
 
 echo
-echo "== demo_map (mode reject, capacity 6, refill 0.2/s) sends plain PostGIS SQL; the hook prices and charges it:"
+echo "== demo_map (mode reject, capacity 200 ms, refill 20 ms/s) sends plain PostGIS SQL; the hook admits it on its"
+echo "   estimate and charges the milliseconds it measurably used:"
 pg_psql "$pgdir" "$port" -d demo -U demo_map -v ON_ERROR_STOP=0 <<'SQL' 2>&1 | sed 's/^/   /'
 SELECT call, round(cost::numeric, 2) AS cost FROM throttle_explain($$SELECT id FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)$$);
-\set q 'SELECT count(*) AS points, (SELECT round(tokens::numeric, 1) FROM throttle_peek()) AS tokens_left FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)'
+\set q 'SELECT count(*) AS points FROM demo_points WHERE geom && ST_MakeEnvelope(9.9, 49.9, 10.1, 50.1, 4326)'
 :q ;
-:q ;
-:q ;
+SELECT round(estimate::numeric, 2) AS estimate_ms, round(measured::numeric, 2) AS measured_ms, round(charged::numeric, 2) AS charged_ms FROM throttle_last_statement();
+-- Work the estimate cannot see is charged all the same, and what overruns the budget is stopped:
+SELECT count(*) AS pairs FROM demo_points a JOIN demo_points b ON a.id % 100 = b.id % 100 WHERE a.id < 20000;
 SQL
+echo "   demo_map's bucket is now in debt (negative tokens: it must be repaid before its next statement):"
+pg_psql "$pgdir" "$port" -d demo -c "SELECT identity, round(tokens::numeric) AS tokens_ms FROM throttle_buckets WHERE identity = 'demo_map'" 2>&1 | sed 's/^/   /'
+# MapServer below starts on a full bucket.
+pg_psql "$pgdir" "$port" -d demo -c "SELECT throttle_reset('demo_map')" >/dev/null
 
 if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
   echo
-  echo "== Starting MapServer (reading demo_points as demo_map: capacity 6, refill 0.2/s, cost_max 6) with ogc-gate in front"
+  echo "== Starting MapServer (reading demo_points as demo_map: capacity 200 ms, refill 20 ms/s, cost_max 150) with ogc-gate in front"
   OT_DEMO_PG_CONN="host=127.0.0.1 port=$port dbname=demo user=demo_map" scripts/gate-demo.sh "$run/gate"
 fi
 

@@ -65,15 +65,16 @@ MapServer reads demo_points from PostgreSQL ($pg_conn): the pricing hook prices 
 State, logs and config in $dir (gate.log has one JSON line per request; MapServer's errors,
 with the database's reasons, go to $dir/mapserver/run/lighttpd.err).
 
-A pass (a 0.2 degree box; MapServer's SQL is charged about 2 units in the database):
+A pass (a 0.2 degree box; MapServer's SQL is charged the few milliseconds it takes in the database):
   curl -s -o /tmp/map.png -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=49.9,9.9,50.1,10.1&WIDTH=512&HEIGHT=512'
 
 Refused by the gate (4096x4096 is over its pixel cap; MapServer and the database never see it):
   curl -s '$G/?$MAP&BBOX=46,4,54,16&WIDTH=4096&HEIGHT=4096'
 
-Refused by the database (the whole area is priced at the role's cost_max, a full bucket: the second
-of two in a row is refused with SQLSTATE 53T01; the gate passes both, and MapServer answers with a
-ServiceExceptionReport that says only "Check server logs"):
+Refused by the database (the whole area is estimated at the role's cost_max, 150 ms: admitted on a
+nearly full bucket and charged what it measurably took; the second of two in a row is refused with
+SQLSTATE 53T01; the gate passes both, and MapServer answers with a ServiceExceptionReport that says only
+"Check server logs"):
   for i in 1 2; do curl -s -o /tmp/big.out -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=46,4,54,16&WIDTH=1024&HEIGHT=768'; done; cat /tmp/big.out
   grep -A1 'ogc_throttle: statement refused' $dir/mapserver/run/lighttpd.err | tail -n 2   # the database's reason
   tail -n 1 $dir/gate.log                                                                  # the gate: "verdict":"pass"

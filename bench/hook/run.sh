@@ -2,7 +2,8 @@
 # Cost of the pricing hook (issue 3), from one run: two clusters side by side,
 #   A  ogc_throttle preloaded, ogc_throttle.mode = 'reject' with a budget nothing
 #      ever exhausts, so every statement takes the full path (plan walk, argument
-#      evaluation, pricing, spend);
+#      evaluation, pricing, spend, timing, the cut-off timer, the true-up: the
+#      refill of 500 ms/s is below one core, so the cut-off timer is armed);
 #   B  the same PostgreSQL without the library,
 # same data, same settings otherwise. pgbench -M prepared, 2 clients, alternating
 # A/B over several rounds, for select-only (-S, nothing to price) and a PostGIS
@@ -65,7 +66,7 @@ pg_cluster_init "$A" "${common_conf[@]}" \
   "shared_preload_libraries = 'ogc_throttle'" \
   "ogc_throttle.mode = 'reject'" \
   "ogc_throttle.capacity = 1000000000" \
-  "ogc_throttle.rate = 1000000000" \
+  "ogc_throttle.rate = 500" \
   "ogc_throttle.cost_max = 1000000" || die "initdb A failed"
 pg_cluster_init "$B" "${common_conf[@]}" || die "initdb B failed"
 libfile="$(pg_config --pkglibdir)/ogc_throttle.so"

@@ -14,7 +14,9 @@ constexpr double kMaxFillSeconds = 1e9;
 // to nearest, each charge is off by at most half a nanosecond.
 std::int64_t charge_ns(double cost, double rate) noexcept {
     if (cost <= 0) return 0;
-    return std::max<std::int64_t>(1, std::llround(cost * kNanos / rate));
+    const double ns = cost * kNanos / rate;
+    if (!(ns < kMaxDebtSeconds * kNanos)) return static_cast<std::int64_t>(kMaxDebtSeconds * kNanos);
+    return std::max<std::int64_t>(1, std::llround(ns));
 }
 
 // The burst tolerance, plus one part per million: n charges rounded to the
@@ -61,6 +63,18 @@ ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost
 
 std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {
     return std::max(tat_ns - charge_ns(cost, b.rate), std::min(tat_ns, now_ns));
+}
+
+std::int64_t gcra_charge(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {
+    const std::int64_t base = std::max(tat_ns, now_ns);
+    const std::int64_t limit = now_ns + static_cast<std::int64_t>(kMaxDebtSeconds * kNanos);
+    const std::int64_t room = limit > base ? limit - base : 0;
+    return base + std::min(charge_ns(cost, b.rate), room);
+}
+
+double gcra_balance(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept {
+    const double debt_s = static_cast<double>(std::max<std::int64_t>(tat_ns - now_ns, 0)) / kNanos;
+    return b.capacity - debt_s * b.rate;
 }
 
 double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept {

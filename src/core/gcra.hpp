@@ -48,6 +48,16 @@ ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost
 // Gives back a charge that bought nothing (a waiter that was cancelled).
 std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
 
+// Charges cost whatever the bucket holds: the measured remainder of a
+// statement that already ran. The bucket may go into debt (TAT beyond the
+// burst tolerance); spends are then refused until the debt is repaid.
+// The TAT is kept within kMaxDebtSeconds of now so it stays representable.
+std::int64_t gcra_charge(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
+inline constexpr double kMaxDebtSeconds = 1e9;
+
+// Tokens at now_ns, negative while the bucket is in debt; at most capacity.
+double gcra_balance(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept;
+
 // Tokens available at now_ns, in [0, capacity].
 double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept;
 

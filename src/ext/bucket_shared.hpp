@@ -35,6 +35,8 @@ struct alignas(64) BackendCounters {
     pg_atomic_uint64 statements_delayed;
     pg_atomic_uint64 delay_us;
     pg_atomic_uint64 shadow_refusals;
+    pg_atomic_uint64 measured_us;
+    pg_atomic_uint64 cutoffs;
 };
 
 struct SharedHeader {

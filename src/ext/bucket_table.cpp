@@ -114,7 +114,7 @@ BucketView view_of(const BucketEntry* e, TimestampTz now) {
     v.throttled = e->throttled;
     v.capacity = shown(e->capacity);
     v.rate = shown(e->rate);
-    v.tokens = e->rate > 0 ? core::gcra_tokens(e->tat_ns, to_ns(now), {e->capacity, e->rate}) : e->capacity;
+    v.tokens = e->rate > 0 ? core::gcra_balance(e->tat_ns, to_ns(now), {e->capacity, e->rate}) : e->capacity;
     v.last_request = e->last_request;
     v.full_at = std::max<int64>(e->tat_ns / 1000, now);
     return v;
@@ -165,6 +165,8 @@ void attach_shared_memory() {
             pg_atomic_init_u64(&c->statements_delayed, 0);
             pg_atomic_init_u64(&c->delay_us, 0);
             pg_atomic_init_u64(&c->shadow_refusals, 0);
+            pg_atomic_init_u64(&c->measured_us, 0);
+            pg_atomic_init_u64(&c->cutoffs, 0);
         }
     }
     HASHCTL info;
@@ -242,6 +244,22 @@ void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
     }
 }
 
+void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
+    if (!(cost > 0)) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    const uint32 hash = get_hash_value(buckets, &key);
+    LWLock* lock;
+    BucketEntry* e = bucket_for(key, hash, &lock, now);
+    SpinLockAcquire(&e->mutex);
+    e->tat_ns = core::gcra_charge(e->tat_ns, to_ns(now), cost, b);
+    e->capacity = static_cast<float>(b.capacity);
+    e->rate = static_cast<float>(b.rate);
+    e->last_request = now;
+    SpinLockRelease(&e->mutex);
+    LWLockRelease(lock);
+    if (BackendCounters* c = my_counters()) bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
+}
+
 void count_hook_event(HookEvent ev, int64 delay_us) {
     BackendCounters* c = my_counters();
     if (c == nullptr) return;
@@ -252,7 +270,14 @@ void count_hook_event(HookEvent ev, int64 delay_us) {
             bump(&c->statements_delayed, 1);
             bump(&c->delay_us, static_cast<uint64>(std::max<int64>(delay_us, 0)));
             break;
+        case HookEvent::Cutoff: bump(&c->cutoffs, 1); break;
     }
+}
+
+void count_measured(double ms) {
+    BackendCounters* c = my_counters();
+    if (c == nullptr || !(ms > 0)) return;
+    bump(&c->measured_us, static_cast<uint64>(ms * 1000.0));
 }
 
 BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
@@ -330,6 +355,8 @@ TableStats table_stats() {
         s.statements_delayed += static_cast<int64>(pg_atomic_read_u64(&c->statements_delayed));
         s.delay_seconds += static_cast<double>(pg_atomic_read_u64(&c->delay_us)) / kMicros;
         s.shadow_refusals += static_cast<int64>(pg_atomic_read_u64(&c->shadow_refusals));
+        s.measured_ms += static_cast<double>(pg_atomic_read_u64(&c->measured_us)) / 1000.0;
+        s.cutoffs += static_cast<int64>(pg_atomic_read_u64(&c->cutoffs));
     }
     s.identities = hash_get_num_entries(buckets);
     s.max_identities = setting_max_identities;
@@ -352,6 +379,8 @@ void table_stats_reset() {
         pg_atomic_write_u64(&c->statements_delayed, 0);
         pg_atomic_write_u64(&c->delay_us, 0);
         pg_atomic_write_u64(&c->shadow_refusals, 0);
+        pg_atomic_write_u64(&c->measured_us, 0);
+        pg_atomic_write_u64(&c->cutoffs, 0);
     }
     pg_atomic_write_u64(&shared->evicted_full, 0);
     pg_atomic_write_u64(&shared->evicted_lossy, 0);

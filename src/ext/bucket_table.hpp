@@ -26,16 +26,22 @@ size_t bucket_table_shmem_size();
 core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b);
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us);
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
+// Charges cost however little is left (the bucket may go into debt): the
+// measured remainder of work already done. Raises an error only when the
+// shared table has no room even after evicting (it always can evict).
+void bucket_charge(const IdentityKey& key, double cost, core::Budget b);
 
 // Statement-level counters of the pricing hook (this backend's slot).
-enum class HookEvent { Priced, ShadowRefusal, Delayed };
+enum class HookEvent { Priced, ShadowRefusal, Delayed, Cutoff };
 void count_hook_event(HookEvent e, int64 delay_us = 0);
+// Executor time measured by the metering (log mode included), in milliseconds.
+void count_measured(double ms);
 
 struct BucketView {
     IdentityKey identity;
     bool found;
     bool throttled;
-    double tokens;
+    double tokens;  // negative while in debt
     double capacity;
     double rate;
     TimestampTz last_request;  // 0 when never seen
@@ -61,6 +67,8 @@ struct TableStats {
     int64 statements_delayed;
     double delay_seconds;
     int64 shadow_refusals;
+    double measured_ms;  // executor time measured
+    int64 cutoffs;       // statements cancelled for running past their budget
     TimestampTz stats_reset;
 };
 TableStats table_stats();

@@ -5,6 +5,7 @@
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
+#include "ext/metering.hpp"
 #include "ext/plan_pricing.hpp"
 #include "ext/settings.hpp"
 #include "ext/sqlstates.hpp"
@@ -23,11 +24,11 @@ namespace ot::ext {
 namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
+bool pricing = false;  // price_and_charge is on the stack
 
 [[noreturn]] void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
-                         double retry_after_s, bool waited_too_long) {
-    const double cost = p.price.total;
-    const char* why = describe_pricing(p);
+                         double retry_after_s, bool waited_too_long, double cost) {
+    const char* why = p.ncalls > 0 ? describe_pricing(p) : "no priced call; the bucket is in debt from measured time";
     if (outcome == core::SpendOutcome::NeverFits)
         ereport(ERROR, (errcode(kCostExceedsCapacity),
                         errmsg("ogc_throttle: statement cost %g exceeds the capacity of identity \"%s\"", cost,
@@ -75,63 +76,114 @@ void wait_for_turn(const IdentityKey& id, double cost, core::Budget b, int64 wai
     PG_END_TRY();
 }
 
-void price_and_charge(QueryDesc* qd) {
-    const Mode mode = current_mode();
-    const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
-    if (p.ncalls == 0) return;
-    count_hook_event(HookEvent::Priced);
-    const double cost = p.price.total;
-    const IdentityKey id = own_identity();
+// A budget the bucket arithmetic cannot represent is an error, never a pass.
+core::Budget usable_budget() {
     const core::Budget b = current_budget();
-    if (core::budget_problem(b) != nullptr) return;  // GUC ranges make this unreachable
+    if (const char* why = core::budget_problem(b))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
+                        errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
+                        errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
+    return b;
+}
 
-    if (mode == Mode::Log) {
-        const BucketView v = bucket_peek(id, b);
-        const bool would_refuse = cost > b.capacity || cost > v.tokens;
-        record_statement(id, {0.0, would_refuse, 0});
-        if (would_refuse) {
-            count_hook_event(HookEvent::ShadowRefusal);
-            ereport(LOG, (errmsg("ogc_throttle: would refuse a statement of identity \"%s\" (shadow mode)", id.bytes),
-                          errdetail("The statement costs %g with %.2f of %g tokens left; priced as: %s.", cost,
-                                    v.tokens, b.capacity, describe_pricing(p))));
-        }
-        return;
-    }
+struct Admitted {
+    double deposit;      // charged now, settled against the measured time
+    double tokens_left;  // in the bucket afterwards
+};
+
+// Reject: spend or refuse. Delay: reserve, wait for the turn, or refuse when
+// the wait would be too long. p is null for a further pass of a cursor.
+// Statistics count priced statements, and every refusal or wait.
+Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
+    static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
+    const bool priced = p != nullptr && p->ncalls > 0;
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b);
         const bool refused = r.outcome != core::SpendOutcome::Allowed;
-        record_statement(id, {refused ? 0.0 : cost, refused, 0});
-        if (refused) refuse(id, p, b, r.outcome, r.retry_after_s, false);
-        return;
+        if (priced || refused) record_statement(id, {refused ? 0.0 : cost, refused, 0});
+        if (refused) refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, false, cost);
+        return {cost, r.remaining};
     }
     const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us());
     if (r.outcome != core::SpendOutcome::Allowed) {
         record_statement(id, {0.0, true, 0});
-        refuse(id, p, b, r.outcome, r.retry_after_s, true);
+        refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, true, cost);
     }
     if (r.wait_ns > 0) {
         wait_for_turn(id, cost, b, r.wait_ns / 1000);
         count_hook_event(HookEvent::Delayed, r.wait_ns / 1000);
     }
-    record_statement(id, {cost, false, r.wait_ns / 1000});
+    if (priced || r.wait_ns > 0) record_statement(id, {cost, false, r.wait_ns / 1000});
+    return {cost, 0.0};
 }
 
+void price_and_charge(QueryDesc* qd) {
+    const Mode mode = current_mode();
+    const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
+    const double cost = p.ncalls > 0 ? p.price.total : 0.0;
+    if (p.ncalls > 0) count_hook_event(HookEvent::Priced);
+    const IdentityKey id = own_identity();
+    const core::Budget b = usable_budget();
+
+    if (mode == Mode::Log) {
+        if (p.ncalls > 0) {
+            const BucketView v = bucket_peek(id, b);
+            const bool would_refuse = cost > b.capacity || cost > v.tokens;
+            record_statement(id, {0.0, would_refuse, 0});
+            if (would_refuse) {
+                count_hook_event(HookEvent::ShadowRefusal);
+                ereport(LOG,
+                        (errmsg("ogc_throttle: would refuse a statement of identity \"%s\" (shadow mode)", id.bytes),
+                         errdetail("The statement costs %g with %.2f of %g tokens left; priced as: %s.", cost, v.tokens,
+                                   b.capacity, describe_pricing(p))));
+            }
+        }
+        metering_admitted(qd, id, b, mode, cost, 0.0, b.capacity);
+        return;
+    }
+    // An unpriced statement costs nothing to admit, but it pays its measured
+    // time and so waits out a debt; without true-up it is free, as in 0.1.
+    // Nested in a metered statement, its time is on the outer clock already.
+    if (p.ncalls == 0 && (metering_nested() || !true_up_enabled())) {
+        if (!metering_nested()) metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL);  // free: never cut off
+        return;
+    }
+    const Admitted a = admit(id, b, mode, cost, &p);
+    metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left);
+}
+
+// After the executor's own start: the executor has checked the privileges
+// on every relation and function of the plan by then, so pricing never reads
+// the statistics of a table, or calls a function, that the user may not.
 void on_executor_start(QueryDesc* qd, int eflags) {
-    // Parallel workers run a fragment of a statement the leader already paid for.
-    if (current_mode() != Mode::Off && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && !IsParallelWorker() &&
-        shared_memory_ready())
-        guard([qd] { price_and_charge(qd); });
     if (prev_executor_start)
         prev_executor_start(qd, eflags);
     else
         standard_ExecutorStart(qd, eflags);
+    // Parallel workers run a fragment of a statement the leader already paid
+    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+    if (current_mode() == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
+        !shared_memory_ready())
+        return;
+    pricing = true;
+    PG_TRY();
+    { guard([qd] { price_and_charge(qd); }); }
+    PG_FINALLY();
+    { pricing = false; }
+    PG_END_TRY();
 }
 
 }  // namespace
 
+double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
+    if (mode == Mode::Log) return b.capacity;
+    return admit(id, b, mode, 0.0, nullptr).tokens_left;
+}
+
 void install_hooks() {
     prev_executor_start = ExecutorStart_hook;
     ExecutorStart_hook = on_executor_start;
+    install_metering_hooks();
 }
 
 }  // namespace ot::ext

@@ -2,6 +2,12 @@
 // execution's parameter values) and charged according to ogc_throttle.mode.
 #pragma once
 
+#include "ext/bucket_table.hpp"
+#include "ext/settings.hpp"
+
 namespace ot::ext {
 void install_hooks();
+// Admits a further pass (a FETCH) of an open cursor: refused while the bucket
+// is in debt. Returns the tokens left.
+double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
 }

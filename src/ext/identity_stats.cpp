@@ -21,6 +21,7 @@ struct StatsEntry {
     int64 delayed;
     int64 delay_us;
     double cost;
+    double measured_ms;
     TimestampTz last;
 };
 
@@ -33,6 +34,7 @@ void init_entry(void* entry, TimestampTz now) {
     SpinLockInit(&e->mutex);
     e->statements = e->refused = e->delayed = e->delay_us = 0;
     e->cost = 0;
+    e->measured_ms = 0;
     e->last = now;
 }
 
@@ -85,6 +87,19 @@ void record_statement(const IdentityKey& id, const StatementRecord& r) {
     LWLockRelease(lock);
 }
 
+void record_true_up(const IdentityKey& id, double charge_delta, double measured_ms) {
+    if (!enabled() || (charge_delta == 0 && measured_ms == 0)) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    LWLock* lock;
+    auto* e = static_cast<StatsEntry*>(find_or_create(table, id, get_hash_value(table.htab, &id), &lock, now));
+    SpinLockAcquire(&e->mutex);
+    e->cost += charge_delta;
+    e->measured_ms += measured_ms;
+    e->last = now;
+    SpinLockRelease(&e->mutex);
+    LWLockRelease(lock);
+}
+
 IdentityStatsRow* identity_stats_snapshot(int64* count) {
     *count = 0;
     if (!enabled()) return nullptr;
@@ -99,7 +114,7 @@ IdentityStatsRow* identity_stats_snapshot(int64* count) {
             break;
         }
         SpinLockAcquire(&e->mutex);
-        out[(*count)++] = {e->key, e->statements, e->refused, e->delayed, e->delay_us / 1e6, e->cost, e->last};
+        out[(*count)++] = {e->key, e->statements, e->refused, e->delayed, e->delay_us / 1e6, e->cost, e->measured_ms, e->last};
         SpinLockRelease(&e->mutex);
     }
     unlock_all(table);

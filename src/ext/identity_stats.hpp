@@ -17,6 +17,8 @@ struct StatementRecord {
     int64 delay_us;    // > 0: waited this long
 };
 void record_statement(const IdentityKey& id, const StatementRecord& r);
+// Measured time of a statement and what it changed in the charge (+ charged, - refunded).
+void record_true_up(const IdentityKey& id, double charge_delta, double measured_ms);
 
 struct IdentityStatsRow {
     IdentityKey identity;
@@ -25,6 +27,7 @@ struct IdentityStatsRow {
     int64 delayed;
     double delay_seconds;
     double cost_charged;
+    double measured_ms;
     TimestampTz last_statement;
 };
 // palloc'd; *count receives the length. Empty when the table is disabled.

@@ -22,6 +22,8 @@ bool setting_save = true;
 namespace {
 
 int mode = static_cast<int>(Mode::Off);
+bool true_up = true;
+int cutoff_grace = 1000;
 int max_delay_ms = 5000;
 char* identity = nullptr;
 
@@ -116,9 +118,9 @@ void define_settings() {
                              &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
     // Budgets and prices are superuser-only: the role being throttled must not set its own.
-    define_real("ogc_throttle.capacity", "Bucket capacity (burst) in cost units.", &capacity, 0.001, 1e9, PGC_SUSET);
-    define_real("ogc_throttle.rate", "Bucket refill rate in cost units per second.", &rate, 0.01, 1e9, PGC_SUSET);
-    define_real("ogc_throttle.cost_max", "Every estimate is clamped to this many cost units.", &cost_max, 0.001, 1e12,
+    define_real("ogc_throttle.capacity", "Bucket capacity (burst) in milliseconds of server time.", &capacity, 0.001, 1e9, PGC_SUSET);
+    define_real("ogc_throttle.rate", "Bucket refill in milliseconds of server time per second (1000 = one core).", &rate, 0.01, 1e9, PGC_SUSET);
+    define_real("ogc_throttle.cost_max", "Every estimate is clamped to this many milliseconds.", &cost_max, 0.001, 1e12,
                 PGC_SUSET);
     define_real("ogc_throttle.density", "Rows per square kilometre assumed where nothing better is known.", &density,
                 0, 1e12, PGC_SUSET);
@@ -139,6 +141,16 @@ void define_settings() {
                              &mode, mode, mode_options, PGC_SUSET, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("ogc_throttle.max_delay", "Longest wait for tokens in delay mode.", nullptr, &max_delay_ms,
                             max_delay_ms, 0, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("ogc_throttle.true_up", "Charge measured executor time instead of the estimate.",
+                             "on: the estimate admits the statement and is settled against the milliseconds it "
+                             "measurably used (the bucket may go into debt); off: the estimate is the charge.",
+                             &true_up, true_up, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("ogc_throttle.cutoff_grace",
+                            "How far past its budget a statement may run before it is cancelled (-1: never).",
+                            "In reject and delay modes a statement is cancelled with SQLSTATE 53T01 once it has "
+                            "run longer than the tokens its bucket held when it started, plus this grace.",
+                            &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
+                            nullptr);
     DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
                                "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,
                                check_identity, nullptr, nullptr);
@@ -147,6 +159,8 @@ void define_settings() {
 }
 
 core::Budget current_budget() { return {capacity, rate}; }
+bool true_up_enabled() { return true_up; }
+int cutoff_grace_ms() { return cutoff_grace; }
 
 double current_cost_max() { return cost_max; }
 

@@ -20,6 +20,11 @@ std::int64_t max_delay_us();
 // The identity set for this session or transaction (ogc_throttle.identity), or nullptr.
 const char* identity_override();
 
+// Whether measured time replaces the estimate (ogc_throttle.true_up).
+bool true_up_enabled();
+// Milliseconds a statement may run past its budget before it is cancelled; negative: never.
+int cutoff_grace_ms();
+
 core::Budget current_budget();
 core::CostModel current_cost_model();
 double current_cost_max();

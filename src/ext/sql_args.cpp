@@ -42,7 +42,8 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
 
 IdentityKey own_identity() {
     if (const char* id = identity_override()) return make_identity_key(id, std::strlen(id));
-    const char* name = GetUserNameFromId(GetOuterUserId(), false);
+    // The login role: SET ROLE to a group role does not open a second budget.
+    const char* name = GetUserNameFromId(GetSessionUserId(), false);
     return make_identity_key(name, std::strlen(name));
 }
 

@@ -15,7 +15,8 @@ int32 arg_int32(FunctionCallInfo fcinfo, int n, const char* name);
 int64 arg_int64(FunctionCallInfo fcinfo, int n, const char* name);
 IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // The caller's own identity: ogc_throttle.identity when a trusted role set it,
-// else the current role (not a SECURITY DEFINER owner).
+// else the session's login role (not a role taken with SET ROLE, nor a
+// SECURITY DEFINER owner).
 IdentityKey own_identity();
 
 // One row of the buckets shape (throttle_peek, throttle_buckets).

@@ -8,6 +8,8 @@ extern "C" {
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "tcop/tcopprot.h"
+#include "tcop/dest.h"
+#include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 }
@@ -41,8 +43,14 @@ OT_SQL_FUNCTION(throttle_explain) {
         foreach (pc, pg_plan_queries(queries, sql, CURSOR_OPT_PARALLEL_OK, nullptr)) {
             PlannedStmt* stmt = lfirst_node(PlannedStmt, pc);
             if (stmt->commandType == CMD_UTILITY) continue;
-            ExecCheckRTPerms(stmt->rtable, true);  // as EXPLAIN does: no pricing of tables one cannot read
+            // Started as EXPLAIN starts a plan: the executor checks every
+            // privilege (tables, functions) before anything is priced.
+            QueryDesc* qd = CreateQueryDesc(stmt, sql, GetActiveSnapshot(), InvalidSnapshot, None_Receiver, nullptr,
+                                            nullptr, 0);
+            ExecutorStart(qd, EXEC_FLAG_EXPLAIN_ONLY);
             const StatementPricing p = price_planned_statement(stmt, nullptr);
+            ExecutorEnd(qd);
+            FreeQueryDesc(qd);
             for (int i = 0; i < p.ncalls; i++) {
                 const core::PricedCall& c = p.calls[i];
                 put_row(rsinfo, statement, describe_call(c, i), c.cost, false);

@@ -2,6 +2,7 @@
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
+#include "ext/metering.hpp"
 #include "ext/sql_args.hpp"
 
 extern "C" {
@@ -48,7 +49,14 @@ OT_SQL_FUNCTION(throttle_stats) {
                       Int64GetDatum(s.statements_delayed),
                       Float8GetDatum(s.delay_seconds),
                       Int64GetDatum(s.shadow_refusals),
-                      TimestampTzGetDatum(s.stats_reset)};
+                      TimestampTzGetDatum(s.stats_reset),
+                      Float8GetDatum(s.measured_ms),
+                      Int64GetDatum(s.cutoffs)};
+    // Columns 0.2 added come last: a 0.1 declaration (before ALTER EXTENSION
+    // UPDATE) reads the prefix it knows.
+    if (desc->natts > static_cast<int>(lengthof(values)))
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("ogc_throttle: unexpected row shape"),
+                        errhint("Run ALTER EXTENSION ogc_throttle UPDATE.")));
     bool nulls[lengthof(values)] = {};
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
@@ -63,8 +71,12 @@ OT_SQL_FUNCTION(throttle_identity_stats) {
         const IdentityStatsRow& r = rows[i];
         Datum values[] = {CStringGetTextDatum(r.identity.bytes), Int64GetDatum(r.statements), Int64GetDatum(r.refused),
                           Int64GetDatum(r.delayed),             Float8GetDatum(r.delay_seconds),
-                          Float8GetDatum(r.cost_charged),       TimestampTzGetDatum(r.last_statement)};
+                          Float8GetDatum(r.cost_charged),       TimestampTzGetDatum(r.last_statement),
+                          Float8GetDatum(r.measured_ms)};
         bool nulls[lengthof(values)] = {};
+        if (rsinfo->setDesc->natts > static_cast<int>(lengthof(values)))
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("ogc_throttle: unexpected row shape"),
+                            errhint("Run ALTER EXTENSION ogc_throttle UPDATE.")));
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     return (Datum)0;
@@ -75,4 +87,16 @@ OT_SQL_FUNCTION(throttle_stats_reset) {
     table_stats_reset();
     identity_stats_reset();
     PG_RETURN_VOID();
+}
+
+OT_SQL_FUNCTION(throttle_last_statement) {
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("ogc_throttle: function must return a row")));
+    desc = BlessTupleDesc(desc);
+    const LastStatement l = last_statement();
+    Datum values[] = {Float8GetDatum(l.estimate), Float8GetDatum(l.measured), Float8GetDatum(l.charged),
+                      BoolGetDatum(l.cutoff)};
+    bool nulls[lengthof(values)] = {!l.valid, !l.valid, !l.valid, !l.valid};
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -233,3 +233,42 @@ TEST(Gcra, RejectsBadBudgetsAndCosts) {
     EXPECT_NE(cost_problem(NAN), nullptr);
     EXPECT_NE(cost_problem(INFINITY), nullptr);
 }
+
+// Debt: a measured remainder is charged even past the burst; spends are then
+// refused until it is repaid, and the refusal says exactly when.
+TEST(GcraDebt, ChargeGoesIntoDebtAndBlocksSpendsUntilRepaid) {
+    const Budget b{100, 10};  // 100 ms burst, 10 ms per second
+    std::int64_t tat = gcra_charge(0, kT0, 150, b);  // 50 beyond a full bucket
+    EXPECT_DOUBLE_EQ(gcra_balance(tat, kT0, b), -50);
+    EXPECT_EQ(gcra_tokens(tat, kT0, b), 0);
+    SpendResult r = gcra_spend(tat, kT0, 0, b);
+    EXPECT_EQ(r.outcome, SpendOutcome::Refused);
+    EXPECT_NEAR(r.retry_after_s, 5.0, 2e-5);  // 50 units at 10 per second (less the ppm slack)
+    // Refused until the debt is repaid (less the tolerance's ppm slack, 10 µs here), allowed from then on.
+    const std::int64_t repaid = kT0 + 5'000'000'000LL - 10'000;
+    EXPECT_EQ(gcra_spend(tat, repaid - 1, 0, b).outcome, SpendOutcome::Refused);
+    EXPECT_EQ(gcra_spend(tat, repaid, 0, b).outcome, SpendOutcome::Allowed);
+}
+
+TEST(GcraDebt, RefundAfterChargeRestoresTheBalance) {
+    const Budget b{100, 10};
+    std::int64_t tat = gcra_spend(0, kT0, 40, b).new_tat_ns;
+    tat = gcra_charge(tat, kT0, 30, b);
+    EXPECT_NEAR(gcra_balance(tat, kT0, b), 30, 1e-9);
+    tat = gcra_refund(tat, kT0, 70, b);
+    EXPECT_NEAR(gcra_balance(tat, kT0, b), 100, 1e-9);
+    // A refund never makes the bucket fuller than full.
+    EXPECT_NEAR(gcra_balance(gcra_refund(tat, kT0, 1000, b), kT0, b), 100, 1e-9);
+}
+
+TEST(GcraDebt, HugeChargesStayRepresentable) {
+    const Budget b{1e6, 0.01};  // the slowest refill budget_problem() accepts: 1e8 s
+    ASSERT_EQ(budget_problem(b), nullptr);
+    std::int64_t tat = gcra_charge(0, kT0, 1e300, b);
+    EXPECT_GT(tat, kT0);
+    tat = gcra_charge(tat, kT0, 1e300, b);  // no overflow on a second one
+    EXPECT_GT(tat, kT0);
+    EXPECT_LE(tat - kT0, static_cast<std::int64_t>(kMaxDebtSeconds * 1e9));
+    EXPECT_EQ(gcra_spend(tat, kT0, 0, b).outcome, SpendOutcome::Refused);
+    EXPECT_EQ(gcra_charge(kT0, kT0, 0, b), kT0);
+}

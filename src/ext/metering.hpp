@@ -1,0 +1,47 @@
+// Measured true-up: the estimate admits a statement, the clock settles it.
+//
+// Every top-level executor pass (ExecutorRun, ExecutorFinish; each FETCH of a
+// cursor is a pass) of a statement the pricing hook admitted is timed. The
+// estimate charged at admission is a deposit: measured time first consumes
+// it, anything beyond is charged (the bucket may go into debt), and what is
+// left of it when the statement ends — normally, with an error, or by abort —
+// is refunded. Nested statements (inside functions) pay their estimates into
+// the deposit of the statement that runs them, whose clock already covers
+// them. Parallel workers charge their own executor time to the same identity.
+// A pass that runs past what the bucket could pay when it started (plus
+// ogc_throttle.cutoff_grace) is cancelled with SQLSTATE 53T01.
+#pragma once
+#include "ext/pg.hpp"
+
+#include "core/gcra.hpp"
+#include "ext/bucket_table.hpp"
+#include "ext/settings.hpp"
+
+extern "C" {
+#include "executor/execdesc.h"
+}
+
+namespace ot::ext {
+
+void install_metering_hooks();
+
+// Whether a statement being started now runs inside a metered pass (its
+// estimate then joins that pass's deposit instead of opening its own).
+bool metering_nested();
+
+// The ExecutorStart hook admitted qd: `deposit` was charged to id (0 in log
+// mode), leaving tokens_left in the bucket.
+void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
+                       double deposit, double tokens_left);
+
+struct LastStatement {
+    bool valid;
+    double estimate;  // estimates admitted (the statement's own and its nested statements')
+    double measured;  // executor milliseconds, every pass
+    double charged;   // net charged to the bucket (0 in log mode)
+    bool cutoff;      // cancelled for running past its budget
+};
+// This backend's last finished top-level metered statement.
+LastStatement last_statement();
+
+}  // namespace ot::ext
