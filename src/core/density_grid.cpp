@@ -233,6 +233,14 @@ double density_rows_probed(const unsigned char* blob, std::size_t len, double w,
     return density_rows_around(blob, len, std::max(w, 0.0) + v.h.mean_w, std::max(h, 0.0) + v.h.mean_h);
 }
 
+bool density_mean_size(const unsigned char* blob, std::size_t len, double* w, double* h) noexcept {
+    View v;
+    if (!open(blob, len, &v)) return false;
+    *w = v.h.mean_w;
+    *h = v.h.mean_h;
+    return true;
+}
+
 double density_total(const unsigned char* blob, std::size_t len) noexcept {
     View v;
     return open(blob, len, &v) ? v.h.total : -1;

@@ -42,6 +42,9 @@ double density_rows(const unsigned char* blob, std::size_t len, double xmin, dou
 // centre is known only during execution (the inner side of a nested loop).
 double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
 
+// The rows' mean box size (false when the blob is not a grid).
+bool density_mean_size(const unsigned char* blob, std::size_t len, double* w, double* h) noexcept;
+
 // Total rows and stored cells of a blob (negative when it is not a grid).
 double density_total(const unsigned char* blob, std::size_t len) noexcept;
 long density_cells(const unsigned char* blob, std::size_t len) noexcept;

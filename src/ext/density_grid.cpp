@@ -150,6 +150,13 @@ double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h
                                      VARSIZE(e->blob) - VARHDRSZ, w, h);
 }
 
+bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h) {
+    const Entry* e = lookup(relid, attnum);
+    if (e->blob == nullptr) return false;
+    return core::density_mean_size(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)), VARSIZE(e->blob) - VARHDRSZ,
+                                   w, h);
+}
+
 }  // namespace ot::ext
 
 using namespace ot;

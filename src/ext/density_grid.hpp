@@ -23,4 +23,7 @@ double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h
 // rows are (core::density_rows_probed); negative without a grid.
 double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h);
 
+// The mean box size of relid.attnum's rows, false without a grid.
+bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h);
+
 }  // namespace ot::ext

@@ -451,6 +451,8 @@ struct PlanCtx {
     double subplan_loops[kMaxSubplans];  // by plan_id - 1
     bool have_last_box;                  // the box the last spatial scan walked searched
     GisBox last_box;
+    Oid last_rel;                        // ... of this relation's column
+    AttrNumber last_att;
     bool have_join_box;                  // the outer side's search box, for the inner side of a spatial join
     GisBox join_box;
 };
@@ -732,6 +734,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             if (OidIsValid(relid) && box_search(c, p->qual, reinterpret_cast<Scan*>(p)->scanrelid, &s)) {
                 c->have_last_box = true;
                 c->last_box = s.box;
+                c->last_rel = relid;
+                c->last_att = s.attnum;
             }
             double rows = OidIsValid(relid) ? reltuples_of(relid) : -1;
             if (rows < 0) rows = planned(p, par);
@@ -781,9 +785,13 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 rows = search_rows(c, relid, s, nodeTag(p) == T_IndexScan);
                 c->have_last_box = true;
                 c->last_box = s.box;
+                c->last_rel = relid;
+                c->last_att = s.attnum;
             } else if (OidIsValid(relid) && box_search(c, p->qual, rti, &s)) {
                 c->have_last_box = true;  // a box in the filter still says where a join's outer rows are
                 c->last_box = s.box;
+                c->last_rel = relid;
+                c->last_att = s.attnum;
             }
             AttrNumber att;
             double sw, sh;
@@ -833,6 +841,12 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             const GisBox saved_box = c->join_box;
             c->have_join_box = c->have_last_box;
             c->join_box = c->last_box;
+            // The outer rows found in a box reach out of it by their own size.
+            double mw, mh;
+            if (c->have_last_box && density_grid_mean_size(c->last_rel, c->last_att, &mw, &mh)) {
+                c->join_box.xmin -= mw / 2, c->join_box.xmax += mw / 2;
+                c->join_box.ymin -= mh / 2, c->join_box.ymax += mh / 2;
+            }
             const double inner = visit(c, p->righttree, loops * std::max(1.0, outer), one ? 1 : -1, 1.0);
             c->have_join_box = saved_have;
             c->join_box = saved_box;
