@@ -162,6 +162,10 @@ double density_rows(const unsigned char* blob, std::size_t len, double xmin, dou
     if (!open(blob, len, &v)) return -1;
     if (!(xmax >= xmin) || !(ymax >= ymin)) return 0;
     const Header& h = v.h;
+    // Rows are counted by their box's centre: one whose box meets the query
+    // has its centre within the query grown by half the rows' mean size.
+    xmin -= h.mean_w / 2, xmax += h.mean_w / 2;
+    ymin -= h.mean_h / 2, ymax += h.mean_h / 2;
     xmin = std::max(xmin, h.xmin), ymin = std::max(ymin, h.ymin);
     xmax = std::min(xmax, h.xmax), ymax = std::min(ymax, h.ymax);
     if (xmax < xmin || ymax < ymin) return 0;

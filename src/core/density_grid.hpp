@@ -33,8 +33,9 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
 // around within the probe grown by the layer's mean box size.
 double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
 
-// Rows of the grid inside the box (fractional cells pro rata); negative when
-// the blob is not a density grid. No allocation, no exception.
+// Rows of the grid whose boxes meet the box (their centres within it grown by
+// half the rows' mean size; fractional cells pro rata); negative when the
+// blob is not a density grid. No allocation, no exception.
 double density_rows(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax, double ymax) noexcept;
 
 // Rows expected in a w × h box centred where the layer's own rows are (a

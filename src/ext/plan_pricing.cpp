@@ -719,6 +719,15 @@ double price_scan(PlanCtx* c, double read_full, double out_full, double loops, d
     return out;
 }
 
+// A LIMIT stops a filtered scan in storage (or key) order after its first
+// matches; spatial rows are usually stored clustered, so those lie on average
+// half-way through what does not match.
+void add_clustered_skip(PlanCtx* c, Plan* p, double rows, double out_full, double cap, double loops) {
+    if (p->qual == NIL || cap < 0 || !(out_full > cap) || !(rows > 0)) return;
+    const double skipped = (1.0 - out_full / rows) * rows / 2;
+    c->f.rows[static_cast<int>(core::CostClass::Scan)] += std::min(skipped, rows - rows * cap / out_full) * loops;
+}
+
 double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
     if (p == nullptr) return 0;
     check_stack_depth();
@@ -731,23 +740,19 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
         case T_SampleScan: {
             const Oid relid = scan_relation(c, p);
             Search s{};
+            double filtered = -1;  // what a box in the filter keeps, by the grid
             if (OidIsValid(relid) && box_search(c, p->qual, reinterpret_cast<Scan*>(p)->scanrelid, &s)) {
                 c->have_last_box = true;
                 c->last_box = s.box;
                 c->last_rel = relid;
                 c->last_att = s.attnum;
+                filtered = search_rows(c, relid, s, false);
             }
             double rows = OidIsValid(relid) ? reltuples_of(relid) : -1;
             if (rows < 0) rows = planned(p, par);
-            const double out_full = std::min(rows, planned(p, par));
+            const double out_full = std::min(rows, filtered >= 0 ? filtered : planned(p, par));
             out = price_scan(c, rows, out_full, loops, cap, qf);
-            // A LIMIT stops a filtered sequential scan after its first matches; spatial rows are
-            // usually stored clustered, so those lie on average half-way through what does not match.
-            if (p->qual != NIL && cap >= 0 && out_full > cap && rows > 0) {
-                const double skipped = (1.0 - out_full / rows) * rows / 2;
-                c->f.rows[static_cast<int>(core::CostClass::Scan)] +=
-                    std::min(skipped, rows - rows * cap / out_full) * loops;
-            }
+            add_clustered_skip(c, p, rows, out_full, cap, loops);
             processed = rows;
             break;
         }
@@ -802,10 +807,19 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             if (rows < 0 && nodeTag(p) == T_IndexScan && quals == NIL && OidIsValid(relid))
                 rows = reltuples_of(relid);  // a whole index in order (KNN, ORDER BY): until the consumer stops
             if (rows < 0) rows = planned(p, par);
-            // What the filter leaves: a spatial recheck keeps most; otherwise the planner's share.
-            double out_full = p->qual == NIL ? rows : (qf.geog_pred || qf.geom_pred) ? 0.8 * rows
-                                                                                      : std::min(rows, planned(p, par));
+            // What the filter leaves: the recheck of the searched box keeps most; a box the index
+            // does not search (an ordered scan over another key) keeps what the grid says; otherwise
+            // the planner's share.
+            Search fs{};
+            double filtered = -1;
+            if (!found && !joined && OidIsValid(relid) && box_search(c, p->qual, rti, &fs))
+                filtered = search_rows(c, relid, fs, false);
+            double out_full = p->qual == NIL                       ? rows
+                              : filtered >= 0                      ? std::min(rows, filtered)
+                              : found && (qf.geog_pred || qf.geom_pred) ? 0.8 * rows
+                                                                   : std::min(rows, planned(p, par));
             out = price_scan(c, rows, out_full, loops, cap, qf);
+            if (!found && !joined && quals == NIL) add_clustered_skip(c, p, rows, out_full, cap, loops);
             // A bitmap is built whole before the first row, whatever stops the heap scan early.
             if (nodeTag(p) == T_BitmapHeapScan && out < out_full)
                 c->f.rows[static_cast<int>(core::CostClass::Scan)] += (rows - rows * out / std::max(out_full, 1.0)) * loops;
