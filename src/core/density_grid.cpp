@@ -231,6 +231,55 @@ double density_rows_around(const unsigned char* blob, std::size_t len, double w,
     return sum / hd.total * frac;
 }
 
+double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept {
+    View v;
+    if (!open(blob, len, &v)) return -1;
+    const Header& hd = v.h;
+    if (!(hd.total > 0)) return 0;
+    w = std::max(w, 0.0), h = std::max(h, 0.0);
+    q = std::clamp(q, 0.0, 1.0);
+    const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
+    std::uint32_t l = 0;
+    while (l < hd.levels && W / std::ldexp(1.0, static_cast<int>(l + 1)) >= w &&
+           H / std::ldexp(1.0, static_cast<int>(l + 1)) >= h)
+        l++;
+    const double cell_area = (W / std::ldexp(1.0, static_cast<int>(l))) * (H / std::ldexp(1.0, static_cast<int>(l)));
+    const double frac = std::min(1.0, w * h / cell_area);
+    // Rows per level-l cell, for each stored cell that stands for level l
+    // (itself, or a leaf above it spread evenly); the share of rows in cells
+    // at least as dense as t.
+    auto share_at_least = [&](double t, double* max_density) {
+        double rows = 0;
+        for (std::uint32_t la = 0; la <= l; la++) {
+            for (std::uint32_t i = 0; i < hd.ncells[la]; i++) {
+                std::uint32_t c;
+                std::memcpy(&c, v.counts[la] + 4 * i, 4);
+                double d;
+                if (la == l)
+                    d = c;
+                else if (c <= hd.threshold)
+                    d = c / std::ldexp(1.0, 2 * static_cast<int>(l - la));
+                else
+                    continue;
+                if (max_density != nullptr) *max_density = std::max(*max_density, d);
+                if (d >= t) rows += c;
+            }
+        }
+        return rows / hd.total;
+    };
+    double hi = 0;
+    share_at_least(0, &hi);
+    double lo = 0;
+    for (int it = 0; it < 30 && hi - lo > 1e-9 * std::max(1.0, hi); it++) {
+        const double mid = (lo + hi) / 2;
+        if (share_at_least(mid, nullptr) >= 1.0 - q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo * frac;
+}
+
 double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept {
     View v;
     if (!open(blob, len, &v)) return -1;

@@ -139,8 +139,8 @@ double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin,
 double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h) {
     const Entry* e = lookup(relid, attnum);
     if (e->blob == nullptr) return -1;
-    return core::density_rows_around(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
-                                     VARSIZE(e->blob) - VARHDRSZ, w, h);
+    return core::density_rows_around_dense(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
+                                           VARSIZE(e->blob) - VARHDRSZ, w, h, 0.9);
 }
 
 double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h) {

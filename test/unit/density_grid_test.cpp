@@ -83,3 +83,13 @@ TEST(DensityGrid, AroundItsOwnRowsSeesTheCrowd) {
     // The layer's average density would say ~0.
     EXPECT_LT(11000 * 0.002 * 0.002 / (360 * 180), 0.01);
 }
+
+TEST(DensityGrid, DenseQuantileIsAtLeastTheMean) {
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    const double mean = density_rows_around(g.data(), g.size(), 0.002, 0.002);
+    const double dense = density_rows_around_dense(g.data(), g.size(), 0.002, 0.002, 0.9);
+    EXPECT_GE(dense, mean * 0.9);
+    EXPECT_LT(dense, 10000);
+    EXPECT_LE(density_rows_around_dense(g.data(), g.size(), 0.002, 0.002, 0.5), dense);
+}
