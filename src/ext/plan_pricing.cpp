@@ -787,7 +787,7 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 const double probed = density_grid_rows_probed(relid, join_att, 0, 0);
                 if (probed >= 0) rows = std::max(rows, probed);
             } else if (found) {
-                rows = search_rows(c, relid, s, nodeTag(p) == T_IndexScan);
+                rows = search_rows(c, relid, s, false);
                 c->have_last_box = true;
                 c->last_box = s.box;
                 c->last_rel = relid;
