@@ -531,7 +531,8 @@ struct Search {
     AttrNumber attnum;
     GisBox box;
     bool geography;
-    Datum geometry;  // the searched box as a geometry (0 for geography)
+    Datum geometry;   // the searched box as a geometry (0 for geography)
+    bool from_param;  // the searched value is a parameter: the (generic) plan's estimates are blind to it
 };
 
 // ST_DWithin(geography column, point, r) among the quals: the box of the
@@ -599,6 +600,7 @@ bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out) {
             out->geometry = d;
         }
         out->attnum = att;
+        out->from_param = param_walker(other, nullptr);
         return true;
     }
     return false;
@@ -787,7 +789,7 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 const double probed = density_grid_rows_probed(relid, join_att, 0, 0);
                 if (probed >= 0) rows = std::max(rows, probed);
             } else if (found) {
-                rows = search_rows(c, relid, s, false);
+                rows = search_rows(c, relid, s, s.from_param);
                 c->have_last_box = true;
                 c->last_box = s.box;
                 c->last_rel = relid;
