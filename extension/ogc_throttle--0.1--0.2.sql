@@ -44,6 +44,33 @@ COMMENT ON FUNCTION throttle_last_statement() IS
     'This session''s last finished statement under the pricing hook: its estimate (ms, nested statements included), executor milliseconds measured over every pass, milliseconds net charged, and whether it was cancelled for running past its budget. NULLs before the first.';
 
 ------------------------------------------------------------------------------
+-- Calibration: weights fitted from what priced statements really took.
+------------------------------------------------------------------------------
+CREATE FUNCTION throttle_calibrate(apply boolean DEFAULT false,
+        OUT class text, OUT samples bigint, OUT fixed float8, OUT per_row float8,
+        OUT fitted_fixed float8, OUT fitted_per_row float8, OUT fitted boolean,
+        OUT samples_used bigint, OUT spearman_configured float8, OUT spearman_fitted float8,
+        OUT median_ratio float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_calibrate' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION throttle_calibrate(boolean) IS
+    'Fits the weights of every cost class from the sample store (non-negative least squares, each sample weighted by 1/measured) and shows them beside the configured ones, with the Spearman rank correlation of each model''s estimates with the measured times and the median measured/fitted ratio; apply => true stores the fit (used when ogc_throttle.calibration = apply). Raises 55000 when there are too few samples.';
+CREATE FUNCTION throttle_calibration_all(
+        OUT class text, OUT samples bigint, OUT fixed float8, OUT per_row float8,
+        OUT fitted_fixed float8, OUT fitted_per_row float8, OUT fitted boolean,
+        OUT samples_used bigint, OUT spearman_configured float8, OUT spearman_fitted float8,
+        OUT median_ratio float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_calibration_all' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE VIEW throttle_calibration AS SELECT * FROM throttle_calibration_all();
+COMMENT ON VIEW throttle_calibration IS
+    'What throttle_calibrate() would fit now, without storing it; no rows while no sample is kept.';
+REVOKE ALL ON FUNCTION throttle_calibrate(boolean), throttle_calibration_all() FROM PUBLIC;
+REVOKE ALL ON throttle_calibration FROM PUBLIC;
+GRANT SELECT ON throttle_calibration TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_calibration_all() TO pg_monitor;
+
+------------------------------------------------------------------------------
 -- fidelity: plan-wide pricing — density grids and the price's feature vector.
 ------------------------------------------------------------------------------
 CREATE TABLE throttle_density (

@@ -55,7 +55,7 @@ gen() {  # gen KIND COUNT
 ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
   local f="$work/$1.$2.$3" opts=(-c shared_preload_libraries=)
   [ "$3" = reject ] && opts=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
-    -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=1000000000 -c ogc_throttle.cost_max=1000000)
+    -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
   gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
   as_pg timeout 600 valgrind --tool=callgrind --callgrind-out-file="$f.out" \
     /usr/lib/postgresql/15/bin/postgres --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1

@@ -1,6 +1,7 @@
 #include "ext/bucket_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -195,35 +196,54 @@ void require_shared_memory() {
                                 "server.")));
 }
 
-core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b) {
+static int64 settle_owed(int64 tat_ns, TimestampTz now, double owed, core::Budget b) {
+    if (owed > 0) return core::gcra_charge(tat_ns, to_ns(now), owed, b);
+    if (owed < 0) return core::gcra_refund(tat_ns, to_ns(now), -owed, b);
+    return tat_ns;
+}
+
+static void count_owed(double owed) {
+    BackendCounters* c = my_counters();
+    if (c == nullptr || owed == 0) return;
+    const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
+    const uint64 delta = static_cast<uint64>(std::fabs(owed) * kMicros);
+    pg_atomic_write_u64(&c->cost_micro, owed > 0 ? charged + delta : (charged > delta ? charged - delta : 0));
+}
+
+core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = get_hash_value(buckets, &key);
     LWLock* lock;
     BucketEntry* e = bucket_for(key, hash, &lock, now);
 
     SpinLockAcquire(&e->mutex);
+    e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
     const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), cost, b);
     record_attempt(e, r.new_tat_ns, r.outcome, b, now);
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
 
     count(r, cost);
+    count_owed(owed);
     return r;
 }
 
-core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us) {
+core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
+                                   double owed) {
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = get_hash_value(buckets, &key);
     LWLock* lock;
     BucketEntry* e = bucket_for(key, hash, &lock, now);
 
     SpinLockAcquire(&e->mutex);
+    e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
     const core::ReserveResult r = core::gcra_reserve(e->tat_ns, to_ns(now), cost, b, max_wait_us * 1000);
     record_attempt(e, r.new_tat_ns, r.outcome, b, now);
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
 
     count({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
+    count_owed(owed);
     return r;
 }
 

@@ -23,8 +23,12 @@ void require_shared_memory();
 bool shared_memory_ready();
 size_t bucket_table_shmem_size();
 
-core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b);
-core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us);
+// owed: a measured remainder (> 0, charged) or an unused deposit (< 0,
+// refunded) of this identity's earlier statements, settled in the same visit
+// to the bucket before the new cost is decided on.
+core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed = 0);
+core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
+                                   double owed = 0);
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
 // Charges cost however little is left (the bucket may go into debt): the
 // measured remainder of work already done. Raises an error only when the

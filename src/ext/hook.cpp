@@ -6,6 +6,7 @@
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/metering.hpp"
+#include "ext/settlement.hpp"
 #include "ext/plan_pricing.hpp"
 #include "ext/settings.hpp"
 #include "ext/sqlstates.hpp"
@@ -97,14 +98,15 @@ struct Admitted {
 Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
+    const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
-        const core::SpendResult r = bucket_spend(id, cost, b);
+        const core::SpendResult r = bucket_spend(id, cost, b, owed);
         const bool refused = r.outcome != core::SpendOutcome::Allowed;
         if (priced || refused) record_statement(id, {refused ? 0.0 : cost, refused, 0});
         if (refused) refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, false, cost);
         return {cost, r.remaining};
     }
-    const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us());
+    const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us(), owed);
     if (r.outcome != core::SpendOutcome::Allowed) {
         record_statement(id, {0.0, true, 0});
         refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, true, cost);
@@ -138,18 +140,18 @@ void price_and_charge(QueryDesc* qd) {
                                    b.capacity, describe_pricing(p))));
             }
         }
-        metering_admitted(qd, id, b, mode, cost, 0.0, b.capacity);
+        metering_admitted(qd, id, b, mode, cost, 0.0, b.capacity, p.ncalls > 0 ? &p.price.features : nullptr);
         return;
     }
     // An unpriced statement costs nothing to admit, but it pays its measured
     // time and so waits out a debt; without true-up it is free, as in 0.1.
     // Nested in a metered statement, its time is on the outer clock already.
     if (p.ncalls == 0 && (metering_nested() || !true_up_enabled())) {
-        if (!metering_nested()) metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL);  // free: never cut off
+        if (!metering_nested()) metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL, nullptr);  // free: never cut off
         return;
     }
     const Admitted a = admit(id, b, mode, cost, &p);
-    metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left);
+    metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left, p.ncalls > 0 ? &p.price.features : nullptr);
 }
 
 // After the executor's own start: the executor has checked the privileges

@@ -7,6 +7,8 @@
 #include "ext/boundary.hpp"
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
+#include "ext/samples.hpp"
+#include "ext/settlement.hpp"
 #include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
 
@@ -42,6 +44,9 @@ struct Execution {
     double charged;
     double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
     instr_time pass_start;
+    double stats_charge;          // change to the charge not yet in the identity's statistics
+    bool priced;                  // features hold something: a calibration sample at the end
+    core::PlanFeatures features;  // of its estimate, nested statements' included
 };
 
 constexpr int kMaxOpen = 64;
@@ -55,6 +60,8 @@ LastStatement last = {false, 0, 0, 0, false};
 ExecutorRun_hook_type prev_run = nullptr;
 ExecutorFinish_hook_type prev_finish = nullptr;
 ExecutorEnd_hook_type prev_end = nullptr;
+
+bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
 volatile sig_atomic_t cutoff_fired = 0;
@@ -82,20 +89,25 @@ void settle_pass(Execution* e, double ms) {
     e->deposit -= consumed;
     const double extra = charges(*e) ? ms - consumed : 0;
     if (extra > 0) {
-        bucket_charge(e->id, extra, e->budget);
+        owe(e->id, e->budget, extra);
         e->charged += extra;
     }
-    record_true_up(e->id, extra, ms);
+    e->stats_charge += extra;
 }
 
-// The statement is over: what is left of the deposit was not used.
-void finish(Execution* e) {
+// The statement is over: what is left of the deposit was not used. Only a
+// statement that completed is a calibration sample (an error or a cut-off
+// leaves its time unknown).
+void finish(Execution* e, bool completed) {
+    if (completed && e->priced && !e->cutoff && e->measured > 0)
+        refit_due |= sample_record(e->features, e->measured);
     if (e->deposit > 0 && charges(*e)) {
-        bucket_refund(e->id, e->deposit, e->budget);
+        owe(e->id, e->budget, -e->deposit);
         e->charged -= e->deposit;
-        record_true_up(e->id, -e->deposit, 0);
+        e->stats_charge -= e->deposit;
     }
     e->deposit = 0;
+    note_stats(e->id, e->stats_charge, e->measured);
     last = {true, e->estimate, e->measured, e->charged, e->cutoff};
     e->in_use = false;
     e->qd = nullptr;
@@ -222,7 +234,7 @@ void metered(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 c
         run_depth--;
         if (e->cutoff) count_hook_event(HookEvent::Cutoff);
         settle_pass(e, elapsed_ms(e->pass_start));
-        finish(e);
+        finish(e, false);
         PG_RE_THROW();
     }
     PG_END_TRY();
@@ -245,15 +257,26 @@ void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool on
 
 void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) { dispatch(Pass::Run, qd, dir, count, once); }
 
-void on_finish(QueryDesc* qd) { dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false); }
+// A SELECT without data-modifying CTEs has no AFTER triggers: its finish
+// does nothing worth a clock.
+void on_finish(QueryDesc* qd) {
+    if (qd->operation == CMD_SELECT && !qd->plannedstmt->hasModifyingCTE)
+        unmetered(Pass::Finish, qd, NoMovementScanDirection, 0, false);
+    else
+        dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
+}
 
 void on_end(QueryDesc* qd) {
     if (run_depth == 0)
-        if (Execution* e = find_open(qd)) finish(e);
+        if (Execution* e = find_open(qd)) finish(e, e->ran);
     if (prev_end)
         prev_end(qd);
     else
         standard_ExecutorEnd(qd);
+    if (refit_due && run_depth == 0) {
+        refit_due = false;
+        guard([] { refit_if_due(); });
+    }
 }
 
 // Portals of an aborted (sub)transaction never reach ExecutorEnd; the
@@ -261,7 +284,7 @@ void on_end(QueryDesc* qd) {
 // what is left is deposits of cursors that never ran.
 void finish_from(SubTransactionId from) {
     for (int i = 0; i < open_high; i++)
-        if (open_execs[i].in_use && open_execs[i].subid >= from) finish(&open_execs[i]);
+        if (open_execs[i].in_use && open_execs[i].subid >= from) finish(&open_execs[i], false);
 }
 
 void on_xact(XactEvent event, void*) {
@@ -285,9 +308,13 @@ void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, 
 bool metering_nested() { return running != nullptr; }
 
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
-                       double deposit, double tokens_left) {
+                       double deposit, double tokens_left, const core::PlanFeatures* features) {
     if (running != nullptr) {
         // Inside a metered pass, whose clock covers this statement's work.
+        if (features != nullptr) {
+            core::add_features(running->features, *features);
+            running->priced = true;
+        }
         running->estimate += estimate;
         running->deposit += deposit;
         running->charged += deposit;
@@ -314,6 +341,8 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
     e->deposit = deposit;
     e->tokens_left = tokens_left;
     e->charged = deposit;
+    e->priced = features != nullptr;
+    if (features != nullptr) e->features = *features;
     open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
 }
 

@@ -14,6 +14,7 @@
 #include "ext/pg.hpp"
 
 #include "core/gcra.hpp"
+#include "core/statement_cost.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/settings.hpp"
 
@@ -29,10 +30,13 @@ void install_metering_hooks();
 // estimate then joins that pass's deposit instead of opening its own).
 bool metering_nested();
 
+
 // The ExecutorStart hook admitted qd: `deposit` was charged to id (0 in log
 // mode), leaving tokens_left in the bucket.
+// features: what the estimate was made of (null: nothing priced); kept with
+// the measured time as a calibration sample when the statement completes.
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
-                       double deposit, double tokens_left);
+                       double deposit, double tokens_left, const core::PlanFeatures* features);
 
 struct LastStatement {
     bool valid;

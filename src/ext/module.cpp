@@ -2,6 +2,7 @@
 #include "ext/bucket_table.hpp"
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
+#include "ext/samples.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
@@ -22,12 +23,14 @@ void on_shmem_request() {
     if (prev_shmem_request) prev_shmem_request();
     ot::ext::request_shared_memory();
     ot::ext::identity_stats_request_shmem();
+    ot::ext::samples_request_shmem();
 }
 
 void on_shmem_startup() {
     if (prev_shmem_startup) prev_shmem_startup();
     ot::ext::attach_shared_memory();
     ot::ext::identity_stats_attach();
+    ot::ext::samples_attach();
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "ext/bucket_table.hpp"
 #include "ext/catalog.hpp"
+#include "ext/samples.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -18,10 +19,17 @@ namespace ot::ext {
 int setting_max_identities = 100000;
 int setting_max_identity_stats = 10000;
 bool setting_save = true;
+int setting_max_samples = 10000;
 
 namespace {
 
 int mode = static_cast<int>(Mode::Off);
+int calibration = 0;  // 0 off, 1 apply
+const struct config_enum_entry calibration_options[] = {
+    {"off", 0, false},
+    {"apply", 1, false},
+    {nullptr, 0, false},
+};
 bool true_up = true;
 int cutoff_grace = 1000;
 int max_delay_ms = 5000;
@@ -113,7 +121,16 @@ void define_settings() {
                                 "When full, the least recently active identity's statistics are forgotten.",
                                 &setting_max_identity_stats, setting_max_identity_stats, 0, 10000000, PGC_POSTMASTER, 0,
                                 nullptr, nullptr, nullptr);
+        DefineCustomIntVariable("ogc_throttle.max_samples",
+                                "Priced statements whose features and measured time are kept for calibration (0: none).",
+                                "A shared ring: the oldest sample is overwritten first.", &setting_max_samples,
+                                setting_max_samples, 0, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     }
+    DefineCustomEnumVariable("ogc_throttle.calibration", "Whether weights fitted from measured times are used.",
+                             "off: the weights set by the administrator; apply: weights refitted from the samples "
+                             "(every tenth of the store, at least every 1000 statements) replace them for every "
+                             "class the samples show.",
+                             &calibration, calibration, calibration_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("ogc_throttle.save", "Save bucket state across clean server shutdowns.", nullptr,
                              &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
@@ -168,7 +185,19 @@ Mode current_mode() { return static_cast<Mode>(mode); }
 std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
 const char* identity_override() { return identity != nullptr && identity[0] != '\0' ? identity : nullptr; }
 
+bool calibration_applies() { return calibration == 1; }
+
 core::CostModel current_cost_model() {
+    core::CostModel m = configured_cost_model();
+    if (!calibration_applies()) return m;
+    const FittedWeights f = fitted_load();
+    if (!f.valid) return m;
+    for (int c = 0; c < core::kCostClasses; c++)
+        if (f.fitted_class[c]) m.weights[c] = f.weights[c];
+    return m;
+}
+
+core::CostModel configured_cost_model() {
     core::CostModel m = core::default_cost_model();
     for (const WeightGuc& w : weight_gucs) {
         m.of(w.cls).fixed = w.fixed;

@@ -12,6 +12,7 @@ void define_settings();
 extern int setting_max_identities;
 extern int setting_max_identity_stats;
 extern bool setting_save;
+extern int setting_max_samples;
 
 // What the pricing hook does with a priced statement.
 enum class Mode { Off, Log, Delay, Reject };
@@ -26,7 +27,12 @@ bool true_up_enabled();
 int cutoff_grace_ms();
 
 core::Budget current_budget();
+// The model prices use: the weights set by the administrator, with the
+// fitted ones in their place when ogc_throttle.calibration = apply.
 core::CostModel current_cost_model();
+// The administrator's weights alone.
+core::CostModel configured_cost_model();
+bool calibration_applies();
 double current_cost_max();
 
 }  // namespace ot::ext

@@ -43,8 +43,17 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
 IdentityKey own_identity() {
     if (const char* id = identity_override()) return make_identity_key(id, std::strlen(id));
     // The login role: SET ROLE to a group role does not open a second budget.
-    const char* name = GetUserNameFromId(GetSessionUserId(), false);
-    return make_identity_key(name, std::strlen(name));
+    // Its name is looked up once per session authorization, not per statement
+    // (a role renamed meanwhile keeps paying under its old name until then).
+    static Oid cached_role = InvalidOid;
+    static IdentityKey cached;
+    const Oid role = GetSessionUserId();
+    if (role != cached_role) {
+        const char* name = GetUserNameFromId(role, false);
+        cached = make_identity_key(name, std::strlen(name));
+        cached_role = role;
+    }
+    return cached;
 }
 
 }  // namespace ot::ext

@@ -4,8 +4,9 @@
 # the difference in all allocated shared memory between the same cluster
 # started with and without the library preloaded. The bound is for the bucket
 # table, so the optional per-identity statistics of the pricing hook (their own
-# table, ogc_throttle.max_identity_stats entries) are switched off for it and
-# measured separately.
+# table, ogc_throttle.max_identity_stats entries) and the calibration sample
+# store (ogc_throttle.max_samples) are switched off for it and measured
+# separately.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -16,6 +17,7 @@ without=$(total)
 pg_stop "$DIR" fast
 pg_conf_set "$DIR" "shared_preload_libraries = 'ogc_throttle'"
 pg_conf_set "$DIR" "ogc_throttle.max_identity_stats = 0"
+pg_conf_set "$DIR" "ogc_throttle.max_samples = 0"
 pg_start "$DIR" "$PORT" || { not_ok "server starts with the library preloaded"; tail -n 20 "$DIR/server.log"; tap_exit; }
 with=$(total)
 max_ids=$(q "SHOW ogc_throttle.max_identities")
@@ -28,12 +30,19 @@ check_eq "default max_identities" 100000 "$max_ids"
 check "named ogc_throttle allocations exist" fcmp "$named" ">" 0
 check "shared memory per identity <= $LIMIT bytes (got $per_id)" fcmp "$per_id" "<=" "$LIMIT"
 
-# The statistics table at its default size, reported per tracked identity.
-pg_stop "$DIR" fast
-pg_conf_set "$DIR" "ogc_throttle.max_identity_stats = 10000"
-pg_start "$DIR" "$PORT" || { not_ok "server starts with identity statistics"; tap_exit; }
-with_stats=$(total)
-per_stat=$(awk -v a="$with_stats" -v b="$with" 'BEGIN { printf "%.1f", (a - b) / 10000 }')
-echo "# identity statistics: $((with_stats - with)) bytes for 10000 identities ($per_stat per tracked identity)"
-check "identity statistics take <= 160 bytes per tracked identity (got $per_stat)" fcmp "$per_stat" "<=" 160
+# grow SETTING WHAT LIMIT: restart with SETTING = 10000 and check the extra
+# shared memory per entry (the table's size) against LIMIT bytes.
+prev=$with
+grow() {
+  pg_stop "$DIR" fast
+  pg_conf_set "$DIR" "$1 = 10000"
+  pg_start "$DIR" "$PORT" || { not_ok "server starts with $1 = 10000"; tap_exit; }
+  local now; now=$(total)
+  local per; per=$(awk -v a="$now" -v b="$prev" 'BEGIN { printf "%.1f", (a - b) / 10000 }')
+  echo "# $2: $((now - prev)) bytes for 10000 ($per each)"
+  check "$2 take <= $3 bytes each (got $per)" fcmp "$per" "<=" "$3"
+  prev=$now
+}
+grow ogc_throttle.max_identity_stats "identity statistics (per tracked identity)" 160
+grow ogc_throttle.max_samples "calibration samples" 96
 tap_exit

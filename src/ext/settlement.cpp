@@ -1,0 +1,107 @@
+#include "ext/settlement.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "ext/identity_stats.hpp"
+
+extern "C" {
+#include "storage/ipc.h"
+}
+
+namespace ot::ext {
+namespace {
+
+constexpr double kFlushMs = 10;
+constexpr double kStatsFlushMs = 100;
+constexpr int kStatsFlushStatements = 64;
+struct Pending {
+    bool any;
+    IdentityKey id;
+    core::Budget budget;
+    double owed;  // > 0 to charge, < 0 to refund
+    bool stats_any;
+    IdentityKey stats_id;
+    double stats_charge;
+    double stats_measured;
+    int stats_statements;
+};
+Pending pending = {};
+bool exit_flush_registered = false;
+
+bool same_id(const IdentityKey& a, const IdentityKey& b) { return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0; }
+
+void flush_owed() {
+    if (!pending.any) return;
+    pending.any = false;
+    if (pending.owed > 0)
+        bucket_charge(pending.id, pending.owed, pending.budget);
+    else if (pending.owed < 0)
+        bucket_refund(pending.id, -pending.owed, pending.budget);
+    pending.owed = 0;
+}
+
+void flush_stats() {
+    if (!pending.stats_any) return;
+    pending.stats_any = false;
+    record_true_up(pending.stats_id, pending.stats_charge, pending.stats_measured);
+    pending.stats_charge = pending.stats_measured = 0;
+    pending.stats_statements = 0;
+}
+
+void flush_at_exit(int, Datum) {
+    if (!shared_memory_ready()) return;
+    flush_owed();
+    flush_stats();
+}
+
+void flush_at_exit_once() {
+    if (exit_flush_registered) return;
+    before_shmem_exit(flush_at_exit, 0);
+    exit_flush_registered = true;
+}
+
+}  // namespace
+
+void owe(const IdentityKey& id, core::Budget b, double amount) {
+    if (amount == 0) return;
+    if (pending.any && (!same_id(pending.id, id) || pending.budget.capacity != b.capacity ||
+                        pending.budget.rate != b.rate))
+        flush_owed();
+    flush_at_exit_once();
+    if (!pending.any) {
+        pending.any = true;
+        pending.id = id;
+        pending.budget = b;
+        pending.owed = 0;
+    }
+    pending.owed += amount;
+    if (std::fabs(pending.owed) >= kFlushMs) flush_owed();
+}
+
+void note_stats(const IdentityKey& id, double charge, double measured) {
+    if (pending.stats_any && !same_id(pending.stats_id, id)) flush_stats();
+    flush_at_exit_once();
+    if (!pending.stats_any) {
+        pending.stats_any = true;
+        pending.stats_id = id;
+    }
+    pending.stats_charge += charge;
+    pending.stats_measured += measured;
+    pending.stats_statements++;
+    if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
+}
+
+double take_owed(const IdentityKey& id, core::Budget b) {
+    if (!pending.any) return 0;
+    if (!same_id(pending.id, id) || pending.budget.capacity != b.capacity || pending.budget.rate != b.rate) {
+        flush_owed();
+        return 0;
+    }
+    const double owed = pending.owed;
+    pending.any = false;
+    pending.owed = 0;
+    return owed;
+}
+
+}  // namespace ot::ext

@@ -1,0 +1,21 @@
+// Settlements not yet written to shared memory. A short statement's true-up
+// (a fraction of a millisecond, either way) rides along with the identity's
+// next admission, which visits the bucket anyway; whatever reaches 10 ms,
+// belongs to another identity, or is left when the backend exits is written
+// at once. The identity statistics' share is batched likewise.
+#pragma once
+#include "ext/bucket_table.hpp"
+
+namespace ot::ext {
+
+// amount > 0 is owed to id's bucket (measured beyond the deposit), < 0 is
+// owed back (an unused deposit).
+void owe(const IdentityKey& id, core::Budget b, double amount);
+// A finished statement's share of id's statistics: charge change and measured ms.
+void note_stats(const IdentityKey& id, double charge, double measured_ms);
+// What is still owed to id's bucket, handed over to be settled in the
+// admission's own visit to the bucket (anything owed to another bucket is
+// written first).
+double take_owed(const IdentityKey& id, core::Budget b);
+
+}  // namespace ot::ext

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Calibration (issue 9): every completed priced statement leaves a sample
+# (its estimate's features and its measured time); throttle_calibrate() fits
+# the weights from them, shows them beside the configured ones with the fit's
+# quality, refuses to fit from nothing, and, stored and applied
+# (ogc_throttle.calibration = apply), makes estimates track measured time.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+cluster_up 55482 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0" \
+  "ogc_throttle.max_samples = 5000"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint(random(), random() * 0.2), 4326) AS geom
+     FROM generate_series(1, 200000) i;
+   CREATE INDEX ON pts USING gist (geom); ANALYZE pts;" >/dev/null || { not_ok "setup"; tap_exit; }
+
+err=$(q "SELECT * FROM throttle_calibrate()" 2>&1 >/dev/null)
+check "an empty sample store is a clear error" grep -q 'cannot calibrate: too few usable samples' <<<"$err"
+check "... saying how many samples there are" grep -q 'DETAIL:  0 usable samples among the 0 kept' <<<"$err"
+check_eq "the view shows nothing yet (no error)" "0" "$(q "SELECT count(*) FROM throttle_calibration")"
+
+# Deliberately bad weights: a radius search "costs" 50 ms plus 1 ms a row.
+workload() {
+  local i sql="SET ogc_throttle.mode = 'log'; SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_row_cost = 1;"
+  sql+="SET ogc_throttle.bbox_fixed_cost = 50; SET ogc_throttle.bbox_row_cost = 1;"
+  for i in $(seq 1 "$1"); do
+    sql+="SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(0.$((RANDOM % 9 + 1)), 0.0$((RANDOM % 9 + 1))), 4326), 0.0$(( (i % 9) + 1 ))$((RANDOM % 10)));"
+  done
+  echo "$sql"
+}
+q "$(workload 150)" >/dev/null
+kept=$(q "SELECT samples_used FROM throttle_calibration LIMIT 1")
+check "the completed statements left samples ($kept of 150)" test "${kept:-0}" -ge 140
+row=$(q "SELECT class, fitted, round(fitted_per_row::numeric, 5), round(spearman_configured::numeric, 2), round(spearman_fitted::numeric, 2), round(median_ratio::numeric, 2)
+         FROM throttle_calibrate() ORDER BY samples DESC LIMIT 1")
+echo "# fit: $row"
+IFS='|' read -r cls fitted per_row sp_conf sp_fit ratio <<<"$row"
+check_eq "the searches' class was fitted" "t" "$fitted"
+check "the per-row weight fitted is far below the 1 ms configured ($per_row)" awk -v w="$per_row" 'BEGIN { exit !(w >= 0 && w < 0.05) }'
+check "the fitted estimates are unbiased (median measured/estimate $ratio in 0.5-2)" \
+  awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5 && r <= 2) }'
+check "and rank the measured times at least as well as the configured ones ($sp_fit vs $sp_conf)" \
+  awk -v a="$sp_fit" -v b="$sp_conf" 'BEGIN { exit !(a >= b - 0.05) }'
+
+# Stored and applied: the same statements are now estimated near what they take.
+q "SET client_min_messages = warning; SELECT count(*) FROM throttle_calibrate(true)" >/dev/null
+q "ALTER SYSTEM SET ogc_throttle.calibration = 'apply'" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+q "$(workload 60)" >/dev/null
+ratio=$(q "SELECT round(median_ratio::numeric, 2) FROM throttle_calibrate() ORDER BY samples DESC LIMIT 1")
+est=$(q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_row_cost = 1; SET ogc_throttle.bbox_fixed_cost = 50; SET ogc_throttle.bbox_row_cost = 1;
+         SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'")
+echo "# applied: a 0.01-degree search is now estimated at $est ms (the configured weights said >= 50)"
+check "applied, the fitted weights replace the configured ones in estimates" awk -v e="$est" 'BEGIN { exit !(e < 50) }'
+q "ALTER SYSTEM RESET ogc_throttle.calibration" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+est_off=$(q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_row_cost = 1; SET ogc_throttle.bbox_fixed_cost = 50; SET ogc_throttle.bbox_row_cost = 1;
+         SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'")
+check "calibration = off: the administrator's weights again ($est_off)" awk -v e="$est_off" 'BEGIN { exit !(e >= 50) }'
+check_eq "an ordinary role cannot calibrate" "42501" \
+  "$(q "CREATE ROLE someone LOGIN" >/dev/null; as_pg psql -X -h "$DIR" -p "$PORT" -U someone -d postgres -At -v VERBOSITY=verbose -c 'SELECT * FROM throttle_calibrate()' 2>&1 | grep -o '42501' | head -1)"
+tap_exit
