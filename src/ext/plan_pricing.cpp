@@ -624,7 +624,8 @@ bool outer_centre_search(PlanCtx* c, List* quals, List* filter, Index scanrelid,
         if (other == nullptr || !IsA(other, FuncExpr)) continue;
         auto* f = reinterpret_cast<FuncExpr*>(other);
         double r;
-        if (!is_st_expand(f->funcid) || list_length(f->args) != 2 || !eval_float8(c->w, static_cast<Node*>(lsecond(f->args)), &r))
+        if (!is_st_expand(f->funcid) || list_length(f->args) != 2 || !column_walker(static_cast<Node*>(linitial(f->args)), c->w) ||
+            !eval_float8(c->w, static_cast<Node*>(lsecond(f->args)), &r))
             continue;
         *w = *h = 2 * std::max(r, 0.0);
         return true;
@@ -634,9 +635,10 @@ bool outer_centre_search(PlanCtx* c, List* quals, List* filter, Index scanrelid,
         if (!IsA(n, FuncExpr)) continue;
         auto* f = reinterpret_cast<FuncExpr*>(n);
         if (gis_role(f->funcid) != GisRole::DWithinGeography || list_length(f->args) < 3) continue;
-        if (!scan_column(static_cast<Node*>(linitial(f->args)), scanrelid, attnum) &&
-            !scan_column(static_cast<Node*>(lsecond(f->args)), scanrelid, attnum))
-            continue;
+        Node* a = static_cast<Node*>(linitial(f->args));
+        Node* b = static_cast<Node*>(lsecond(f->args));
+        Node* other = scan_column(a, scanrelid, attnum) ? b : scan_column(b, scanrelid, attnum) ? a : nullptr;
+        if (other == nullptr || !column_walker(other, c->w)) continue;  // a known centre is priced as such
         double r;
         if (!eval_float8(c->w, static_cast<Node*>(lthird(f->args)), &r)) continue;
         *h = 2 * std::max(r, 0.0) / 110574.0;
@@ -802,10 +804,20 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             }
             AttrNumber att;
             double sw, sh;
-            if (rows < 0 && OidIsValid(relid) && outer_centre_search(c, quals, p->qual, rti, &att, &sw, &sh))
+            if (rows < 0 && OidIsValid(relid) && outer_centre_search(c, quals, p->qual, rti, &att, &sw, &sh)) {
                 rows = density_grid_rows_around(relid, att, sw, sh);
+                // No grid: the search's share of the column's extent (PostGIS's statistics), as if uniform.
+                GisBox ext;
+                const double n = reltuples_of(relid);
+                if (rows < 0 && n > 0 && estimated_extent(relid, att, &ext)) {
+                    const double area = (ext.xmax - ext.xmin) * (ext.ymax - ext.ymin);
+                    if (area > 0) rows = std::max(n * std::min(1.0, sw * sh / area), planned(p, par));
+                }
+            }
+            // The bitmap's own estimate is the index condition's; what the heap returns cannot exceed
+            // what the bitmap held (PostGIS estimates ST_Contains's @ condition at a flat 100 rows).
             if (rows < 0 && nodeTag(p) == T_BitmapHeapScan && p->lefttree != nullptr)
-                rows = planned(p->lefttree, par);  // the bitmap's own estimate is the index condition's
+                rows = std::max(planned(p->lefttree, par), planned(p, par));
             if (rows < 0 && nodeTag(p) == T_IndexScan && quals == NIL && OidIsValid(relid))
                 rows = reltuples_of(relid);  // a whole index in order (KNN, ORDER BY): until the consumer stops
             if (rows < 0) rows = planned(p, par);

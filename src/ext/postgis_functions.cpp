@@ -24,7 +24,7 @@ extern "C" {
 namespace ot::ext {
 namespace {
 
-enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, Selectivity, Expand, GeogToGeom, kHelpers };
+enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, Selectivity, Expand, GeogToGeom, EstimatedExtent, kHelpers };
 
 struct Entry {
     Oid fn;
@@ -97,6 +97,8 @@ void classify(Oid fn, Form_pg_proc p) {
     } else if (named(name, "st_asgeojson") || named(name, "st_astext") || named(name, "st_asbinary") ||
                named(name, "st_transform")) {
         role = GisRole::Encode;
+    } else if (named(name, "st_estimatedextent") && p->pronargs == 3 && named(arg0, "text")) {
+        cache.helpers[EstimatedExtent] = fn;
     } else if (named(name, "geometry") && named(arg0, "geography") && p->pronargs == 1) {
         cache.helpers[GeogToGeom] = fn;
     } else if (named(name, "st_srid") && named(arg0, "geometry")) {
@@ -129,7 +131,7 @@ const char* const kNames[] = {"st_dwithin",   "st_asmvt",          "st_asmvtgeom
                               "geometry_distance_centroid", "geography_distance_knn", "st_contains", "st_within",
                               "st_distance", "_st_dwithin", "st_covers", "st_coveredby", "_st_contains", "_st_within",
                               "_st_intersects", "st_dfullywithin", "_st_distance", "st_asgeojson", "st_astext",
-                              "st_asbinary", "st_transform", "geometry"};
+                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent"};
 
 void rebuild() {
     if (!cache.callback_registered) {
@@ -298,6 +300,42 @@ double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
     CurrentResourceOwner = owner;
     if (!(selectivity >= 0)) return -1;
     return std::min(1.0, static_cast<double>(selectivity)) * reltuples;
+}
+
+bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out) {
+    if (!helpers_ready() || !has_statistics(relid, attnum)) return false;
+    const char* attname = get_attname(relid, attnum, true);
+    const char* relname = get_rel_name(relid);
+    const char* nspname = get_namespace_name(get_rel_namespace(relid));
+    if (attname == nullptr || relname == nullptr || nspname == nullptr) return false;
+    // volatile: read after a longjmp back into this frame.
+    volatile bool ok = false;
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(cxt);
+    PG_TRY();
+    {
+        LOCAL_FCINFO(fcinfo, 3);
+        InitFunctionCallInfoData(*fcinfo, helper_info(EstimatedExtent), 3, InvalidOid, nullptr, nullptr);
+        fcinfo->args[0].value = CStringGetTextDatum(nspname);
+        fcinfo->args[1].value = CStringGetTextDatum(relname);
+        fcinfo->args[2].value = CStringGetTextDatum(attname);
+        fcinfo->args[0].isnull = fcinfo->args[1].isnull = fcinfo->args[2].isnull = false;
+        const Datum box = FunctionCallInvoke(fcinfo);
+        if (!fcinfo->isnull) ok = box2d_box(box, out);
+        ReleaseCurrentSubTransaction();
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(cxt);
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+    }
+    PG_END_TRY();
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    return ok;
 }
 
 int32 srid_from_typmod(int32 typmod) {

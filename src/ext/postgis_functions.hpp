@@ -54,6 +54,9 @@ double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry);
 // Whether ANALYZE has left statistics for the column (without them the
 // planner's row estimates are guesses).
 bool has_statistics(Oid relid, AttrNumber attnum);
+// The column's extent from its statistics (ST_EstimatedExtent), false when
+// there are none or PostGIS cannot say (errors swallowed in a subtransaction).
+bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out);
 // ST_Expand(geometry, d), or false when PostGIS cannot.
 bool expand_geometry(Datum geometry, double d, Datum* out);
 
