@@ -675,7 +675,14 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis)
     if (s.box.xmax < s.box.xmin) return 0;
     const double g = density_grid_rows(relid, s.attnum, s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax);
     if (g >= 0) return g;
-    if (may_ask_postgis && !s.geography && s.geometry != 0) return estimated_rows(relid, s.attnum, s.geometry);
+    if (may_ask_postgis && !s.geography && s.geometry != 0) {
+        // The call walk asked already for the same box (ST_DWithin's, a && filter's): once per statement.
+        const core::Box b{s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax, s.box.srid};
+        for (int i = 0; i < c->w->ncalls; i++)
+            if (c->w->calls[i].rows >= 0 && c->w->calls[i].has_box && core::same_box(c->w->calls[i].box, b))
+                return c->w->calls[i].rows;
+        return estimated_rows(relid, s.attnum, s.geometry);
+    }
     return -1;
 }
 
