@@ -129,6 +129,7 @@ void load_saved_buckets() {
             }
             SpinLockInit(&e->mutex);
             e->tat_ns = fe.tat_ns;
+            publish_tat(get_hash_value(buckets, &fe.key), fe.tat_ns);
             e->last_request = fe.last_request;
             e->capacity = fe.capacity;
             e->rate = fe.rate;

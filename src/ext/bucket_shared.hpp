@@ -39,7 +39,14 @@ struct alignas(64) BackendCounters {
     pg_atomic_uint64 cutoffs;
 };
 
+// The debt board: for each of kBoardSlots slots, the latest TAT any bucket
+// hashing there was given. An upper bound, read without a lock: a slot whose
+// TAT leaves a zero-cost statement within the burst tolerance proves every
+// bucket of that slot can admit one, and bounds its tokens from below.
+inline constexpr int kBoardSlots = 4096;  // power of two
+
 struct SharedHeader {
+    pg_atomic_uint64 board[kBoardSlots];
     LWLockPadded* locks;
     pg_atomic_uint64 evicted_full;
     pg_atomic_uint64 evicted_lossy;
@@ -54,6 +61,9 @@ extern SharedTable bucket_table;
 
 // Bucket times are nanoseconds (see core/gcra.hpp); PostgreSQL's are microseconds.
 inline int64 to_ns(TimestampTz t) { return t * 1000; }
+
+// Raises the debt board's slot for hash to tat_ns if it is below.
+void publish_tat(uint32 hash, int64 tat_ns);
 
 // Persistence: load runs in the postmaster before any backend exists.
 void load_saved_buckets();

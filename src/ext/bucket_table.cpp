@@ -155,6 +155,7 @@ void attach_shared_memory() {
         pg_atomic_init_u64(&shared->evicted_full, 0);
         pg_atomic_init_u64(&shared->evicted_lossy, 0);
         pg_atomic_init_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
+        for (pg_atomic_uint64& slot : shared->board) pg_atomic_init_u64(&slot, 0);
         shared->nslots = slot_count();
         for (int i = 0; i < shared->nslots; i++) {
             BackendCounters* c = &shared->slots[i];
@@ -210,6 +211,22 @@ static void count_owed(double owed) {
     pg_atomic_write_u64(&c->cost_micro, owed > 0 ? charged + delta : (charged > delta ? charged - delta : 0));
 }
 
+void publish_tat(uint32 hash, int64 tat_ns) {
+    pg_atomic_uint64* slot = &shared->board[hash & (kBoardSlots - 1)];
+    uint64 seen = pg_atomic_read_u64(slot);
+    while (static_cast<int64>(seen) < tat_ns)
+        if (pg_atomic_compare_exchange_u64(slot, &seen, static_cast<uint64>(tat_ns))) break;
+}
+
+bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
+    const uint32 hash = get_hash_value(buckets, &key);
+    const int64 bound = static_cast<int64>(pg_atomic_read_u64(&shared->board[hash & (kBoardSlots - 1)]));
+    const int64 now = to_ns(GetCurrentTimestamp());
+    if (core::gcra_spend(bound, now, 0, b).outcome != core::SpendOutcome::Allowed) return false;
+    *tokens_left = core::gcra_tokens(bound, now, b);
+    return true;
+}
+
 core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = get_hash_value(buckets, &key);
@@ -220,8 +237,10 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
     const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), cost, b);
     record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    const int64 tat = e->tat_ns;
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
+    publish_tat(hash, tat);
 
     count(r, cost);
     count_owed(owed);
@@ -239,8 +258,10 @@ core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Bu
     e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
     const core::ReserveResult r = core::gcra_reserve(e->tat_ns, to_ns(now), cost, b, max_wait_us * 1000);
     record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    const int64 tat = e->tat_ns;
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
+    publish_tat(hash, tat);
 
     count({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
     count_owed(owed);
@@ -275,8 +296,10 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
     e->capacity = static_cast<float>(b.capacity);
     e->rate = static_cast<float>(b.rate);
     e->last_request = now;
+    const int64 tat = e->tat_ns;
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
+    publish_tat(hash, tat);
     if (BackendCounters* c = my_counters()) bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
 }
 

@@ -30,6 +30,12 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
                                    double owed = 0);
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
+// Whether a zero-cost statement can be admitted without visiting key's
+// bucket: true when the lock-free debt board proves the bucket is not in
+// debt; *tokens_left then receives a lower bound of its tokens. False means
+// only "visit the bucket" (another identity may share the board's slot).
+bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left);
+
 // Charges cost however little is left (the bucket may go into debt): the
 // measured remainder of work already done. Raises an error only when the
 // shared table has no room even after evicting (it always can evict).

@@ -98,6 +98,10 @@ struct Admitted {
 Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
+    // Nothing to charge and provably not in debt: no visit to the bucket
+    // (what is owed waits for the next visit).
+    double lower_bound;
+    if (cost == 0 && !priced && mode == Mode::Reject && bucket_quick_admit(id, b, &lower_bound)) return {0.0, lower_bound};
     const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b, owed);

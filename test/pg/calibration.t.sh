@@ -37,8 +37,8 @@ echo "# fit: $row"
 IFS='|' read -r cls fitted per_row sp_conf sp_fit ratio <<<"$row"
 check_eq "the searches' class was fitted" "t" "$fitted"
 check "the per-row weight fitted is far below the 1 ms configured ($per_row)" awk -v w="$per_row" 'BEGIN { exit !(w >= 0 && w < 0.05) }'
-check "the fitted estimates are unbiased (median measured/estimate $ratio in 0.5-2)" \
-  awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5 && r <= 2) }'
+check "the fitted estimates sit near what statements take (median measured/estimate $ratio within 3x; configured: ~1000x)" \
+  awk -v r="$ratio" 'BEGIN { exit !(r >= 0.33 && r <= 3) }'
 check "and rank the measured times at least as well as the configured ones ($sp_fit vs $sp_conf)" \
   awk -v a="$sp_fit" -v b="$sp_conf" 'BEGIN { exit !(a >= b - 0.05) }'
 

@@ -3,10 +3,9 @@
 # is charged all the same, because the charge is the measured time. For each
 # disguised statement: what it was estimated at (what 0.1 charged: about one
 # unit, or nothing), what it took, and what it was charged — all it took.
-# Where the disguise leaves the work unchanged (a LIMIT that bounds nothing),
-# it is run alternately with its plain twin and must pay at least 80 % of it
-# (the margin absorbs this shared machine's noise; bench/fidelity reports the
-# ratios on its workload).
+# (Times are not compared between twins here: on a shared machine that is a
+# benchmark's job, bench/fidelity's. Whether the estimates see through the
+# disguises is regress suite hook_fidelity's.)
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -32,25 +31,10 @@ pays() {
   echo "# $1: estimated $e, took $m ms, charged $c ms over $RUNS runs"
   check "$1 is charged all it took (>= 99%)" awk -v m="$m" -v c="$c" 'BEGIN { exit !(m > 0 && c >= 0.99 * m) }'
 }
-# twin NAME PLAIN DISGUISED: the same work; the cheapest of 5 alternating runs
-# of each (the least disturbed by other load) must be charged >= 80 % alike
-twin() {
-  local p="" d="" i a b
-  for i in 1 2 3 4 5; do
-    a=$(last "$2" | cut -d'|' -f3); b=$(last "$3" | cut -d'|' -f3)
-    p=$(awk -v x="$p" -v y="$a" 'BEGIN { print (x == "" || y < x) ? y : x }')
-    d=$(awk -v x="$d" -v y="$b" 'BEGIN { print (x == "" || y < x) ? y : x }')
-  done
-  local ratio; ratio=$(awk -v p="$p" -v d="$d" 'BEGIN { printf "%.2f", (p > 0 ? d / p : 0) }')
-  echo "# $1: plain $p ms, disguised $d ms, cheapest of 5 runs each (ratio $ratio)"
-  check "$1 is charged >= 80% of its plain twin ($ratio)" awk -v r="$ratio" 'BEGIN { exit !(r >= 0.8) }'
-}
-
 PT="'SRID=4326;POINT(0.5 0.5)'::geometry"
 BOX="ST_MakeEnvelope(0.2, 0.2, 0.8, 0.8, 4326)"
-PLAIN="SELECT count(*) FROM pts WHERE ST_DWithin(geom, $PT, 0.3)"
-twin "LIMIT above an aggregate" "$PLAIN" "SELECT * FROM (SELECT count(*) FROM pts WHERE ST_DWithin(geom, $PT, 0.3)) q LIMIT 1"
-twin "LIMIT in an unrelated subquery" "$PLAIN" "SELECT count(*) FROM pts WHERE ST_DWithin(geom, $PT, 0.3) AND id > (SELECT 0 LIMIT 1)"
+pays "LIMIT above an aggregate" "SELECT * FROM (SELECT count(*) FROM pts WHERE ST_DWithin(geom, $PT, 0.3)) q LIMIT 1"
+pays "LIMIT in an unrelated subquery" "SELECT count(*) FROM pts WHERE ST_DWithin(geom, $PT, 0.3) AND id > (SELECT 0 LIMIT 1)"
 pays "ST_Contains with a folded envelope" "SELECT count(*) FROM pts WHERE ST_Contains($BOX, geom)"
 pays "geometry_overlaps spelled as a function" "SELECT count(*) FROM pts WHERE geometry_overlaps(geom, $BOX)"
 pays "ST_Distance(...) < r" "SELECT count(*) FROM pts WHERE ST_Distance(geom, $PT) < 0.3"
