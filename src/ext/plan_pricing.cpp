@@ -676,9 +676,10 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis)
     const double g = density_grid_rows(relid, s.attnum, s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax);
     if (g >= 0) return g;
     if (may_ask_postgis && !s.geography && s.geometry != 0) {
-        // The call walk asked already for the same box (ST_DWithin's, a && filter's): once per statement.
+        // For a parameter the call walk asked PostGIS already for the same box (ST_DWithin's, a &&
+        // filter's): once per statement. (For a literal its rows are the plan's, not PostGIS's.)
         const core::Box b{s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax, s.box.srid};
-        for (int i = 0; i < c->w->ncalls; i++)
+        for (int i = 0; s.from_param && i < c->w->ncalls; i++)
             if (c->w->calls[i].rows >= 0 && c->w->calls[i].has_box && core::same_box(c->w->calls[i].box, b))
                 return c->w->calls[i].rows;
         return estimated_rows(relid, s.attnum, s.geometry);
@@ -798,7 +799,11 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
                 const double probed = density_grid_rows_probed(relid, join_att, 0, 0);
                 if (probed >= 0) rows = std::max(rows, probed);
             } else if (found) {
-                rows = search_rows(c, relid, s, s.from_param);
+                // PostGIS is asked when the plan's estimate is blind: a parameter (a generic plan), or an
+                // index scan whose exact test (ST_DWithin, ST_Intersects…) the planner multiplied into the
+                // box's selectivity a second time, so that its rows say ~10 for a box holding thousands.
+                rows = search_rows(c, relid, s,
+                                   s.from_param || (nodeTag(p) == T_IndexScan && (qf.geom_pred || qf.geog_pred)));
                 c->have_last_box = true;
                 c->last_box = s.box;
                 c->last_rel = relid;
