@@ -1,23 +1,24 @@
 -- Estimators: values, monotonicity, clamps, units and bad input.
--- Defaults: density 10/km², fixed 1, 0.01 per row (tile 0.005), cost_max 500.
+-- Defaults (milliseconds): density 10/km², bbox 0.025 + 0.002 per row, radius 0.037 + 0.003,
+-- features 0.025 + 0.002, tile 0.022 + 0.005, cost_max 500.
 SELECT name, setting FROM pg_settings
  WHERE name ~ '^ogc_throttle\.(density|cost_max|tile_max_rows|bbox_.*|radius_.*|features_.*|tile_.*)$' ORDER BY name;
 
--- Exact values: 1 km² in metres → 10 rows → 1.1.
+-- Exact values: 1 km² in metres → 10 rows → 0.045.
 SELECT round(throttle_cost_bbox(0, 0, 1000, 1000, 3857)::numeric, 6) AS one_km2;
--- A max_rows (LIMIT) caps the rows: 10 km² = 100 rows, LIMIT 20 → 1.2.
+-- A max_rows (LIMIT) caps the rows: 10 km² = 100 rows → 0.225, LIMIT 20 → 0.065.
 SELECT round(throttle_cost_bbox(0, 0, 10000, 1000, 3857)::numeric, 6) AS ten_km2,
        round(throttle_cost_bbox(0, 0, 10000, 1000, 3857, 20)::numeric, 6) AS ten_km2_limit_20;
 -- 1°×1° at the equator is about 12364 km² on the sphere.
 SET ogc_throttle.cost_max = 1e9;
-SELECT round(((throttle_cost_bbox(0, 0, 1, 1, 4326) - 1) / 0.01 / 10)::numeric) AS km2_1deg_equator,
-       round(((throttle_cost_bbox(0, 60, 1, 61, 4326) - 1) / 0.01 / 10)::numeric) AS km2_1deg_at_60n;
+SELECT round(((throttle_cost_bbox(0, 0, 1, 1, 4326) - 0.025) / 0.002 / 10)::numeric) AS km2_1deg_equator,
+       round(((throttle_cost_bbox(0, 60, 1, 61, 4326) - 0.025) / 0.002 / 10)::numeric) AS km2_1deg_at_60n;
 RESET ogc_throttle.cost_max;
 -- Radius: π r² × density. 1 km → π km² → 31.4 rows.
 SELECT round(throttle_cost_radius(1000)::numeric, 6) AS r_1km;
 -- Features: fixed + per row.
 SELECT throttle_cost_features(0) AS f0, throttle_cost_features(100) AS f100;
--- Tiles: z16 is cheap, z0 is capped at tile_max_rows (50000 × 0.005 + 1 = 251).
+-- Tiles: z16 is cheap, z0 is capped at tile_max_rows (50000 × 0.005 + 0.022 = 250.022).
 SELECT round(throttle_cost_tile(16)::numeric, 4) AS z16, throttle_cost_tile(0) AS z0,
        throttle_cost_tile(0, 1000) AS z0_limit_1000;
 

@@ -81,7 +81,7 @@ COMMIT;
 
 -- Refusals: short on tokens, and a statement that can never fit.
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 3;
+SET ogc_throttle.capacity = 0.4;
 SET ogc_throttle.rate = 0.013;  -- keeps the retry time clear of a whole second
 SET ogc_throttle.cost_max = 1000;
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05);
@@ -95,7 +95,7 @@ RESET ogc_throttle.capacity;
 SET ogc_throttle.mode = 'log';
 SET client_min_messages = log;
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 2;
+SET ogc_throttle.capacity = 0.2;
 SELECT charged_by($$SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05)$$) AS shadow;
 RESET client_min_messages;
 RESET ogc_throttle.capacity;
@@ -112,7 +112,7 @@ SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'
 COMMIT;
 SHOW ogc_throttle.identity;
 RESET ogc_throttle.identity;
-SELECT identity, tokens < capacity - 1 AS charged FROM throttle_buckets WHERE identity LIKE 'request-%' ORDER BY 1;
+SELECT identity, tokens < capacity - 0.01 AS charged FROM throttle_buckets WHERE identity LIKE 'request-%' ORDER BY 1;
 SELECT show_error($$SET ogc_throttle.identity = '0123456789012345678901234567890123456789012345678901234567890123'$$);
 
 -- An ordinary role cannot choose who pays, not even through ALTER ROLE on
@@ -145,7 +145,7 @@ SELECT identity FROM throttle_peek();
 -- Per-identity statistics of the hook (statements counted since the stats reset above).
 SELECT identity, statements, refused, delayed, cost_charged > 0 AS charged
   FROM throttle_identity_stats ORDER BY identity;
-SELECT identity, tokens < capacity - 1 AS charged FROM throttle_buckets WHERE identity IN ('regress_ot_tiles', 'end-user-1', 'someone-else') ORDER BY 1;
+SELECT identity, tokens < capacity - 0.01 AS charged FROM throttle_buckets WHERE identity IN ('regress_ot_tiles', 'end-user-1', 'someone-else') ORDER BY 1;
 ALTER ROLE regress_ot_tiles RESET ALL;
 REVOKE ALL ON hook_pts FROM regress_ot_tiles;
 DROP ROLE regress_ot_tiles;

@@ -30,14 +30,17 @@ Term term_of(CostClass c, const Estimate& e) noexcept { return e.problem ? Term{
 Term price_one(const CostModel& m, const PricedCall& c, StatementFacts f, double filter_rows) noexcept {
     const CostClass cls = c.kind == CallKind::Radius ? CostClass::Radius
                           : c.kind == CallKind::Bbox ? CostClass::Bbox
-                                                     : CostClass::Tile;
+                          : c.kind == CallKind::Tile ? CostClass::Tile
+                                                     : CostClass::Scan;
     if (!c.known) return {cls, 0, true};
+    if (c.kind == CallKind::Plan) return {CostClass::Scan, 0, false};  // its terms are StatementFacts::plan
     if (c.rows >= 0 && c.kind != CallKind::Tile)
         return term_of(cls, estimate_known_rows(m, cls, c.rows,
                                                 f.limit >= 0 ? f.limit : (f.builds_tiles ? m.tile_max_rows : kNoLimit)));
     switch (c.kind) {
         case CallKind::Radius: return term_of(cls, estimate_radius(m, c.radius_m, f.limit));
         case CallKind::Bbox: return term_of(cls, estimate_bbox(m, c.area_km2, f.limit));
+        case CallKind::Plan: return {cls, 0, false};
         case CallKind::Tile: {
             if (filter_rows >= 0)  // the tile's own box filter knows, from the column's statistics, what the tile holds
                 return term_of(cls, estimate_known_rows(m, cls, filter_rows, f.limit >= 0 ? f.limit : m.tile_max_rows));
@@ -101,12 +104,19 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
     // The term each call stands for; a call merged into another keeps none.
     Term terms_small[16];
     Term* terms = n <= 16 ? terms_small : new Term[n];
+    // With the plan priced as a whole, its scans carry the rows: the calls
+    // keep only their fixed (per request) terms.
+    bool plan_wide = false;
+    for (std::size_t i = 0; i < n; i++) plan_wide |= calls[i].kind == CallKind::Plan;
     for (std::size_t i = 0; i < n; i++) {
         PricedCall& c = calls[i];
         c.same_as = -1;
         c.folded_into_tile = facts.builds_tiles && c.kind == CallKind::Bbox;
         terms[i] = c.folded_into_tile ? Term{CostClass::Bbox, 0, false} : price_one(m, c, facts, filter_rows);
-        c.cost = c.folded_into_tile ? 0.0 : std::min(m.cost_max, cost_of(m, terms[i]));
+        if (plan_wide) terms[i].rows = 0;
+        c.cost = c.folded_into_tile            ? 0.0
+                 : c.kind == CallKind::Plan ? std::min(m.cost_max, price_of(m, facts.plan))
+                                            : std::min(m.cost_max, cost_of(m, terms[i]));
     }
     // Same box (or same tile) twice: keep the dearer appearance, zero the other.
     for (std::size_t i = 0; i < n; i++) {
@@ -132,6 +142,10 @@ StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_
     for (std::size_t i = 0; i < n; i++) {
         const PricedCall& c = calls[i];
         if (c.folded_into_tile || c.same_as >= 0) continue;
+        if (c.kind == CallKind::Plan) {  // already in out.features (facts.plan)
+            if (c.cost > 0) out.charged_calls++;
+            continue;
+        }
         const Term& t = terms[i];
         if (t.unpriced) {
             out.features.unpriced += 1;

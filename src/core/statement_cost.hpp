@@ -16,6 +16,10 @@
 //     and are not charged besides the tile; when a filter has a statistics
 //     estimate, the largest such estimate is the tile's rows.
 //  5. The statement pays the sum, clamped at cost_max; no priced call, no charge.
+//  6. When the caller priced the plan as a whole (a CallKind::Plan entry, its
+//     quantities in StatementFacts::plan), the plan's scans carry the rows and
+//     each call keeps only its class's fixed term (an unknown argument still
+//     costs cost_max).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +28,9 @@
 
 namespace ot::core {
 
-enum class CallKind : std::uint8_t { Radius, Bbox, Tile };
+// Plan: one entry standing for the plan-wide terms (StatementFacts::plan), so
+// that a statement priced only by its plan (a disguised search) shows and pays.
+enum class CallKind : std::uint8_t { Radius, Bbox, Tile, Plan };
 
 struct Box {
     double xmin, ymin, xmax, ymax;
@@ -41,6 +47,8 @@ struct PricedCall {
     double area_km2;  // Bbox, and Tile when priced by its bounds
     double rows;      // rows the search meets per the table's statistics; < 0 unknown (area × density then)
     int zoom;         // Tile when priced by zoom; -1 otherwise
+    // Plan: what the plan-wide terms count, for explanations.
+    double scans, probes, scan_rows, upper_rows, encode_rows, predicate_rows, workers;
     // Filled by price_statement:
     double cost;
     int same_as;  // index of the call this one was merged into, or -1

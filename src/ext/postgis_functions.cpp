@@ -24,7 +24,7 @@ extern "C" {
 namespace ot::ext {
 namespace {
 
-enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, Selectivity, Expand, kHelpers };
+enum Helper { SridOf, Box3dOfGeometry, Box3dOfBox2d, XMin, YMin, XMax, YMax, Selectivity, Expand, GeogToGeom, EstimatedExtent, kHelpers };
 
 struct Entry {
     Oid fn;
@@ -36,7 +36,7 @@ struct Cache {
     bool valid;
     bool callback_registered;
     int count;
-    Entry entries[32];
+    Entry entries[64];
     Oid helpers[kHelpers];
     bool helper_ready[kHelpers];
     FmgrInfo helper_info[kHelpers];
@@ -79,6 +79,28 @@ void classify(Oid fn, Form_pg_proc p) {
         role = GisRole::OverlapsGeometry;
     } else if (named(name, "st_intersects") && named(arg0, "geometry") && p->pronargs == 2) {
         role = GisRole::IntersectsGeometry;
+    } else if (named(name, "geometry_contains") && named(arg0, "geometry") && p->pronargs == 2) {
+        role = GisRole::ContainsGeometryOp;
+    } else if (named(name, "geometry_within") && named(arg0, "geometry") && p->pronargs == 2) {
+        role = GisRole::WithinGeometryOp;
+    } else if (named(name, "geography_overlaps") && p->pronargs == 2) {
+        role = GisRole::OverlapsGeography;
+    } else if (named(name, "geometry_distance_centroid") || named(name, "geography_distance_knn")) {
+        role = GisRole::Knn;
+    } else if (named(name, "st_contains") || named(name, "st_within") || named(name, "st_distance") ||
+               named(name, "_st_dwithin") || named(name, "st_covers") || named(name, "st_coveredby") ||
+               named(name, "_st_contains") || named(name, "_st_within") || named(name, "_st_intersects") ||
+               named(name, "st_dfullywithin") || named(name, "_st_distance") || named(name, "st_intersects")) {
+        role = named(arg0, "geography") ? GisRole::PredicateGeography
+               : named(arg0, "geometry") ? GisRole::PredicateGeometry
+                                         : GisRole::None;
+    } else if (named(name, "st_asgeojson") || named(name, "st_astext") || named(name, "st_asbinary") ||
+               named(name, "st_transform")) {
+        role = GisRole::Encode;
+    } else if (named(name, "st_estimatedextent") && p->pronargs == 3 && named(arg0, "text")) {
+        cache.helpers[EstimatedExtent] = fn;
+    } else if (named(name, "geometry") && named(arg0, "geography") && p->pronargs == 1) {
+        cache.helpers[GeogToGeom] = fn;
     } else if (named(name, "st_srid") && named(arg0, "geometry")) {
         cache.helpers[SridOf] = fn;
     } else if (named(name, "_postgis_selectivity") && p->pronargs == 4) {
@@ -104,7 +126,12 @@ void classify(Oid fn, Form_pg_proc p) {
 const char* const kNames[] = {"st_dwithin",   "st_asmvt",          "st_asmvtgeom", "st_tileenvelope",
                               "st_makeenvelope", "geometry_overlaps", "st_intersects", "st_srid",
                               "box3d",        "st_xmin",           "st_ymin",      "st_xmax",
-                              "st_ymax",      "_postgis_selectivity", "st_expand"};
+                              "st_ymax",      "_postgis_selectivity", "st_expand",
+                              "geometry_contains", "geometry_within", "geography_overlaps",
+                              "geometry_distance_centroid", "geography_distance_knn", "st_contains", "st_within",
+                              "st_distance", "_st_dwithin", "st_covers", "st_coveredby", "_st_contains", "_st_within",
+                              "_st_intersects", "st_dfullywithin", "_st_distance", "st_asgeojson", "st_astext",
+                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent"};
 
 void rebuild() {
     if (!cache.callback_registered) {
@@ -184,6 +211,13 @@ const char* gis_role_name(GisRole r) {
         case GisRole::MakeEnvelope: return "ST_MakeEnvelope";
         case GisRole::OverlapsGeometry: return "&&";
         case GisRole::IntersectsGeometry: return "ST_Intersects";
+        case GisRole::ContainsGeometryOp: return "~";
+        case GisRole::WithinGeometryOp: return "@";
+        case GisRole::OverlapsGeography: return "&&";
+        case GisRole::Knn: return "<->";
+        case GisRole::PredicateGeometry:
+        case GisRole::PredicateGeography: return "predicate";
+        case GisRole::Encode: return "encode";
         case GisRole::None: break;
     }
     return "?";
@@ -218,6 +252,15 @@ bool expand_geometry(Datum geometry, double d, Datum* out) {
     if (!helpers_ready()) return false;
     *out = FunctionCall2(helper_info(Expand), geometry, Float8GetDatum(d));
     return true;
+}
+
+bool is_st_expand(Oid fn) { return helpers_ready() && fn == cache.helpers[Expand]; }
+
+bool geography_as_geometry(Datum geography, Datum* out) {
+    if (!helpers_ready()) return false;
+    bool isnull = false;
+    *out = call(GeogToGeom, geography, &isnull);
+    return !isnull;
 }
 
 bool has_statistics(Oid relid, AttrNumber attnum) {
@@ -257,6 +300,42 @@ double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
     CurrentResourceOwner = owner;
     if (!(selectivity >= 0)) return -1;
     return std::min(1.0, static_cast<double>(selectivity)) * reltuples;
+}
+
+bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out) {
+    if (!helpers_ready() || !has_statistics(relid, attnum)) return false;
+    const char* attname = get_attname(relid, attnum, true);
+    const char* relname = get_rel_name(relid);
+    const char* nspname = get_namespace_name(get_rel_namespace(relid));
+    if (attname == nullptr || relname == nullptr || nspname == nullptr) return false;
+    // volatile: read after a longjmp back into this frame.
+    volatile bool ok = false;
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(cxt);
+    PG_TRY();
+    {
+        LOCAL_FCINFO(fcinfo, 3);
+        InitFunctionCallInfoData(*fcinfo, helper_info(EstimatedExtent), 3, InvalidOid, nullptr, nullptr);
+        fcinfo->args[0].value = CStringGetTextDatum(nspname);
+        fcinfo->args[1].value = CStringGetTextDatum(relname);
+        fcinfo->args[2].value = CStringGetTextDatum(attname);
+        fcinfo->args[0].isnull = fcinfo->args[1].isnull = fcinfo->args[2].isnull = false;
+        const Datum box = FunctionCallInvoke(fcinfo);
+        if (!fcinfo->isnull) ok = box2d_box(box, out);
+        ReleaseCurrentSubTransaction();
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(cxt);
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+    }
+    PG_END_TRY();
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    return ok;
 }
 
 int32 srid_from_typmod(int32 typmod) {

@@ -21,6 +21,14 @@ enum class GisRole : uint8 {
     MakeEnvelope,
     OverlapsGeometry,  // the && operator on geometry
     IntersectsGeometry,
+    // Only for plan-wide pricing (not priced as calls):
+    ContainsGeometryOp,   // ~ (the index condition of ST_Contains(a, b))
+    WithinGeometryOp,     // @ (of ST_Within)
+    OverlapsGeography,    // && on geography
+    Knn,                  // <-> (geometry or geography)
+    PredicateGeometry,    // exact tests per row: ST_Contains, ST_Within, ST_Distance, _st_dwithin… on geometry
+    PredicateGeography,   // the same on geography (spheroid maths, ~10x dearer)
+    Encode,               // per-row output work: ST_AsGeoJSON, ST_AsText, ST_AsBinary, ST_Transform
 };
 
 // GisRole::None for any function that is not priced (and when PostGIS is absent).
@@ -46,8 +54,17 @@ double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry);
 // Whether ANALYZE has left statistics for the column (without them the
 // planner's row estimates are guesses).
 bool has_statistics(Oid relid, AttrNumber attnum);
+// The column's extent from its statistics (ST_EstimatedExtent), false when
+// there are none or PostGIS cannot say (errors swallowed in a subtransaction).
+bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out);
 // ST_Expand(geometry, d), or false when PostGIS cannot.
 bool expand_geometry(Datum geometry, double d, Datum* out);
+
+// Whether fn is ST_Expand(geometry, float8).
+bool is_st_expand(Oid fn);
+
+// geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
+bool geography_as_geometry(Datum geography, Datum* out);
 
 // SRID from a geometry column's typmod, 0 when the typmod says nothing.
 int32 srid_from_typmod(int32 typmod);

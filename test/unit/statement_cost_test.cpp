@@ -245,3 +245,25 @@ TEST(StatementFeatures, NewClassesHaveNames) {
     EXPECT_STREQ(cost_class_name(CostClass::Scan), "scan");
     EXPECT_STREQ(cost_class_name(CostClass::Distance), "distance");
 }
+
+TEST(StatementFeatures, PlanWideTermsCarryTheRows) {
+    const CostModel m = default_cost_model();
+    PricedCall plan{};
+    plan.kind = CallKind::Plan;
+    plan.function = "plan";
+    plan.known = true;
+    plan.zoom = -1;
+    plan.rows = -1;
+    StatementFacts f{false, kNoLimit};
+    f.plan.calls[static_cast<int>(CostClass::Scan)] = 1;
+    f.plan.rows[static_cast<int>(CostClass::Scan)] = 20000;
+    std::vector<PricedCall> c{bbox(1e4, {0, 0, 1e5, 1e5, 3857}, 20000), plan};
+    StatementPrice p = price_statement(m, c.data(), c.size(), f);
+    // The box keeps its fixed term only; the rows are the scan's.
+    EXPECT_EQ(p.features.rows[static_cast<int>(CostClass::Bbox)], 0);
+    EXPECT_EQ(p.features.calls[static_cast<int>(CostClass::Bbox)], 1);
+    EXPECT_NEAR(p.total,
+                m.of(CostClass::Bbox).fixed + m.of(CostClass::Scan).fixed + 20000 * m.of(CostClass::Scan).per_row,
+                1e-9);
+    EXPECT_NEAR(c[1].cost, price_of(m, f.plan), 1e-12);
+}

@@ -1,0 +1,81 @@
+-- Plan-wide pricing (fidelity): disguised searches are priced from the rows
+-- their scans read, an unrelated LIMIT does not cap them, and a density grid
+-- resolves small dense areas. Relations, not numbers: the weights may be refitted.
+DO $$ BEGIN
+  IF (SELECT extversion FROM pg_extension WHERE extname = 'ogc_throttle') = '0.1' THEN
+    ALTER EXTENSION ogc_throttle UPDATE TO '0.2';
+  END IF;
+END $$;
+-- A dense "city" of 15 000 points within ~0.01° of (10, 50), and 5 000 points spread over 10°.
+SELECT setseed(0.5);
+CREATE TABLE fid_pts AS
+  SELECT i AS id, i % 10 AS kind,
+         ST_SetSRID(CASE WHEN i <= 15000
+                         THEN ST_MakePoint(10 + (random() - 0.5) * 0.02, 50 + (random() - 0.5) * 0.02)
+                         ELSE ST_MakePoint(5 + random() * 10, 45 + random() * 10) END, 4326)::geometry(Point, 4326) AS geom
+    FROM generate_series(1, 20000) i;
+ALTER TABLE fid_pts ADD COLUMN geog geography(Point, 4326);
+UPDATE fid_pts SET geog = geom::geography;
+CREATE INDEX ON fid_pts USING gist (geom);
+CREATE INDEX ON fid_pts USING gist (geog);
+CREATE TABLE fid_small (k int);
+INSERT INTO fid_small SELECT generate_series(0, 9);
+ANALYZE fid_pts;
+ANALYZE fid_small;
+SET max_parallel_workers_per_gather = 0;  -- plans (and so prices) independent of the machine
+CREATE FUNCTION price(q text) RETURNS float8 LANGUAGE sql AS
+  $$ SELECT cost FROM throttle_explain(q) WHERE call LIKE 'total%' $$;
+CREATE FUNCTION scan_rows(q text) RETURNS float8 LANGUAGE sql AS
+  $$ SELECT coalesce((SELECT rows FROM throttle_features(q) WHERE class = 'scan'), 0) $$;
+
+-- The feature vector: quantities per class.
+SELECT class, calls > 0 AS has_calls, rows > 0 AS has_rows
+  FROM throttle_features($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$) ORDER BY class;
+
+-- Disguised box searches cost what the plain && costs (within 2x), never ~0.
+SELECT price($$SELECT id FROM fid_pts WHERE ST_Contains(ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326), geom)$$)
+         / price($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$) BETWEEN 0.5 AND 2 AS contains_like_box,
+       price($$SELECT id FROM fid_pts WHERE ST_Within(geom, ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326))$$)
+         / price($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$) BETWEEN 0.5 AND 2 AS within_like_box,
+       scan_rows($$SELECT id FROM fid_pts WHERE geometry_overlaps(geom, ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326))$$) >= 20000 AS overlaps_function_reads_all,
+       scan_rows($$SELECT id FROM fid_pts WHERE ST_Distance(geom, ST_SetSRID(ST_MakePoint(10, 50), 4326)) < 0.001$$) >= 20000 AS distance_lt_reads_all;
+-- KNN with a big LIMIT reads what it returns; a small LIMIT is cheap.
+SELECT scan_rows($$SELECT id FROM fid_pts ORDER BY geom <-> ST_SetSRID(ST_MakePoint(10, 50), 4326) LIMIT 5000$$) >= 5000 AS knn_5000,
+       price($$SELECT id FROM fid_pts ORDER BY geom <-> ST_SetSRID(ST_MakePoint(10, 50), 4326) LIMIT 5000$$)
+         > 10 * price($$SELECT id FROM fid_pts ORDER BY geom <-> ST_SetSRID(ST_MakePoint(10, 50), 4326) LIMIT 10$$) AS knn_limit_matters;
+-- A LIMIT above an aggregate, or in an unrelated subquery, does not cap the scan.
+CREATE FUNCTION box_rows() RETURNS float8 LANGUAGE sql AS
+  $$ SELECT scan_rows($q$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$q$) $$;
+SELECT box_rows() > 0 AS box_reads_rows,
+       scan_rows($$SELECT count(*) FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326) LIMIT 1$$)
+         >= 0.9 * box_rows() AS limit_over_aggregate,
+       scan_rows($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326) AND kind IN (SELECT k FROM fid_small LIMIT 3)$$)
+         >= 0.9 * box_rows() AS limit_in_subquery,
+       scan_rows($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326) AND EXISTS (SELECT 1 FROM fid_small LIMIT 1)$$)
+         >= 0.9 * box_rows() AS limit_in_exists;
+-- ... but a LIMIT directly over the scan does.
+SELECT scan_rows($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326) LIMIT 10$$) < 100 AS limit_over_scan;
+-- LATERAL: the inner search runs once per outer row.
+SELECT price($$SELECT c.k, n.cnt FROM fid_small c, LATERAL (SELECT count(*) AS cnt FROM fid_pts t
+                WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10 + c.k * 0.001, 50), 4326), 0.001)) n$$)
+         > price($$SELECT count(*) FROM fid_pts t WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10, 50), 4326), 0.001)$$) AS lateral_pays_per_row;
+
+-- Small dense areas: a 30 m geography radius in the city before and after a density grid.
+SELECT throttle_density_build('fid_pts', 'geog') > 0 AS built_geog, throttle_density_build('fid_pts', 'geom') > 0 AS built_geom;
+SELECT relid::regclass, attnum, rows_counted FROM throttle_density ORDER BY attnum;
+SELECT count(*) AS actual_rows FROM fid_pts WHERE ST_DWithin(geog, ST_MakePoint(10, 50)::geography, 30);
+SELECT scan_rows($$SELECT id FROM fid_pts WHERE ST_DWithin(geog, ST_MakePoint(10, 50)::geography, 30)$$) BETWEEN 2 AND 40 AS grid_rows_near_actual,
+       scan_rows($$SELECT id FROM fid_pts WHERE ST_DWithin(geog, ST_MakePoint(12, 47)::geography, 30)$$) < 1 AS sparse_is_empty;
+SELECT scan_rows($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.999, 49.999, 10.001, 50.001, 4326)$$) BETWEEN 50 AND 300 AS grid_small_box;
+-- PostGIS's statistics saw ~80 of the city's 15 000 rows in its box; the grid sees them.
+SELECT count(*) AS actual_rows FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326);
+SELECT box_rows() BETWEEN 12000 AND 18000 AS grid_sees_the_city;
+-- Only a superuser (or a grantee) builds grids; an unknown column or a non-spatial one is refused.
+SELECT show_error($$SELECT throttle_density_build('fid_pts', 'nope')$$);
+SELECT show_error($$SELECT throttle_density_build('fid_pts', 'kind')$$);
+CREATE ROLE regress_ot_fid;
+SET ROLE regress_ot_fid;
+SELECT show_error($$SELECT throttle_density_build('fid_pts', 'geom')$$);
+RESET ROLE;
+DROP ROLE regress_ot_fid;
+RESET max_parallel_workers_per_gather;

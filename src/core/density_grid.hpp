@@ -1,0 +1,60 @@
+// A multi-resolution count of where a layer's rows are: the density source
+// that resolves small dense areas (a 10 m radius in a city centre), where
+// column statistics fall back to a flat guess.
+//
+// A quadtree over an extent, flattened: level l has 2^l × 2^l cells; a cell is
+// stored when its parent holds more than `threshold` rows (level 0 always), so
+// dense areas are resolved down to the finest level and sparse ones stop early
+// (rows are taken as uniform inside a leaf). Serialised into one flat byte
+// string (stored by the extension in a table, read without copying).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ot::core {
+
+inline constexpr int kDensityMaxLevels = 24;
+
+struct DensityExtent {
+    double xmin, ymin, xmax, ymax;
+};
+
+// The blob for n rows whose boxes are centred at (x[i], y[i]) over extent;
+// points outside are clamped to its edge. mean_w/mean_h: the rows' mean box
+// size (0 for points), kept for searches of a row's neighbours. Throws
+// std::bad_alloc only.
+std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent extent,
+                                              int levels = 20, int threshold = 32, double mean_w = 0,
+                                              double mean_h = 0);
+
+// The same around the rows of the densest part of the layer: the density
+// (rows per cell of the box's size) that the densest (1 - q) share of the
+// rows live at or above. For probes whose centres are unknown but tend to be
+// where things are (LATERAL searches around a city's centre): q = 0.9
+// assumes they land among the densest tenth of the rows.
+double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept;
+
+// Rows whose boxes meet the box of a probe w × h placed where the layer's
+// rows are (a spatial join's inner side probed per outer row): the rows
+// around within the probe grown by the layer's mean box size.
+double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
+
+// Rows of the grid whose boxes meet the box (their centres within it grown by
+// half the rows' mean size; fractional cells pro rata); negative when the
+// blob is not a density grid. No allocation, no exception.
+double density_rows(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax, double ymax) noexcept;
+
+// Rows expected in a w × h box centred where the layer's own rows are (a
+// random row's neighbourhood: Σ n_c² / N × box/cell area): for searches whose
+// centre is known only during execution (the inner side of a nested loop).
+double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept;
+
+// The rows' mean box size (false when the blob is not a grid).
+bool density_mean_size(const unsigned char* blob, std::size_t len, double* w, double* h) noexcept;
+
+// Total rows and stored cells of a blob (negative when it is not a grid).
+double density_total(const unsigned char* blob, std::size_t len) noexcept;
+long density_cells(const unsigned char* blob, std::size_t len) noexcept;
+
+}  // namespace ot::core

@@ -1,0 +1,30 @@
+// Density grids per indexed geometry/geography column: built by
+// throttle_density_build(regclass, name) into the table throttle_density,
+// read by the pricing walk (cached per backend, dropped on a relcache
+// invalidation of the table the grid describes).
+#pragma once
+#include "ext/pg.hpp"
+
+extern "C" {
+#include "access/attnum.h"
+}
+
+namespace ot::ext {
+
+// Rows of relid.attnum inside the box (in the column's coordinates: lon/lat
+// degrees for geography), or negative when the column has no grid.
+double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
+
+// Rows expected in a w × h box centred among the densest tenth of the
+// column's rows (core::density_rows_around_dense, q = 0.9), or negative
+// without a grid.
+double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h);
+
+// Rows of relid.attnum a probe of size w × h meets, placed where the column's
+// rows are (core::density_rows_probed); negative without a grid.
+double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h);
+
+// The mean box size of relid.attnum's rows, false without a grid.
+bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h);
+
+}  // namespace ot::ext
