@@ -267,64 +267,22 @@ bool has_statistics(Oid relid, AttrNumber attnum) {
     return SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(attnum), BoolGetDatum(false));
 }
 
-double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
-    if (!helpers_ready() || !has_statistics(relid, attnum)) return -1;
-    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(rel)) return -1;
-    const double reltuples = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->reltuples;
-    ReleaseSysCache(rel);
-    const char* attname = get_attname(relid, attnum, true);
-    if (reltuples < 0 || attname == nullptr) return -1;
+namespace {
 
-    // volatile: read after a longjmp back into this frame.
-    volatile double selectivity = -1;
+// Runs fn(arg) in a subtransaction: an error PostGIS raises (a table without
+// statistics, a dropped column) is swallowed and reported as false, never
+// failing the statement being priced. C frames only: fn may ereport.
+bool in_subtransaction(void (*fn)(void*), void* arg) {
+    volatile bool ok = false;  // read after a longjmp back into this frame
     MemoryContext cxt = CurrentMemoryContext;
     ResourceOwner owner = CurrentResourceOwner;
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(cxt);
     PG_TRY();
     {
-        selectivity = DatumGetFloat8(FunctionCall4(helper_info(Selectivity), ObjectIdGetDatum(relid),
-                                                      CStringGetTextDatum(attname), geometry,
-                                                      CStringGetTextDatum("2")));
+        fn(arg);
         ReleaseCurrentSubTransaction();
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(cxt);
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-    }
-    PG_END_TRY();
-    MemoryContextSwitchTo(cxt);
-    CurrentResourceOwner = owner;
-    if (!(selectivity >= 0)) return -1;
-    return std::min(1.0, static_cast<double>(selectivity)) * reltuples;
-}
-
-bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out) {
-    if (!helpers_ready() || !has_statistics(relid, attnum)) return false;
-    const char* attname = get_attname(relid, attnum, true);
-    const char* relname = get_rel_name(relid);
-    const char* nspname = get_namespace_name(get_rel_namespace(relid));
-    if (attname == nullptr || relname == nullptr || nspname == nullptr) return false;
-    // volatile: read after a longjmp back into this frame.
-    volatile bool ok = false;
-    MemoryContext cxt = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(cxt);
-    PG_TRY();
-    {
-        LOCAL_FCINFO(fcinfo, 3);
-        InitFunctionCallInfoData(*fcinfo, helper_info(EstimatedExtent), 3, InvalidOid, nullptr, nullptr);
-        fcinfo->args[0].value = CStringGetTextDatum(nspname);
-        fcinfo->args[1].value = CStringGetTextDatum(relname);
-        fcinfo->args[2].value = CStringGetTextDatum(attname);
-        fcinfo->args[0].isnull = fcinfo->args[1].isnull = fcinfo->args[2].isnull = false;
-        const Datum box = FunctionCallInvoke(fcinfo);
-        if (!fcinfo->isnull) ok = box2d_box(box, out);
-        ReleaseCurrentSubTransaction();
+        ok = true;
     }
     PG_CATCH();
     {
@@ -336,6 +294,65 @@ bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out) {
     MemoryContextSwitchTo(cxt);
     CurrentResourceOwner = owner;
     return ok;
+}
+
+struct SelectivityCall {
+    Oid relid;
+    const char* attname;
+    Datum geometry;
+    double selectivity;
+};
+
+void call_selectivity(void* arg) {
+    auto* c = static_cast<SelectivityCall*>(arg);
+    c->selectivity = DatumGetFloat8(FunctionCall4(helper_info(Selectivity), ObjectIdGetDatum(c->relid),
+                                                  CStringGetTextDatum(c->attname), c->geometry,
+                                                  CStringGetTextDatum("2")));
+}
+
+struct ExtentCall {
+    const char* nspname;
+    const char* relname;
+    const char* attname;
+    GisBox* out;
+    bool ok;
+};
+
+void call_extent(void* arg) {
+    auto* c = static_cast<ExtentCall*>(arg);
+    LOCAL_FCINFO(fcinfo, 3);
+    InitFunctionCallInfoData(*fcinfo, helper_info(EstimatedExtent), 3, InvalidOid, nullptr, nullptr);
+    fcinfo->args[0].value = CStringGetTextDatum(c->nspname);
+    fcinfo->args[1].value = CStringGetTextDatum(c->relname);
+    fcinfo->args[2].value = CStringGetTextDatum(c->attname);
+    fcinfo->args[0].isnull = fcinfo->args[1].isnull = fcinfo->args[2].isnull = false;
+    const Datum box = FunctionCallInvoke(fcinfo);
+    c->ok = !fcinfo->isnull && box2d_box(box, c->out);
+}
+
+}  // namespace
+
+double estimated_rows(Oid relid, AttrNumber attnum, Datum geometry) {
+    if (!helpers_ready() || !has_statistics(relid, attnum)) return -1;
+    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(rel)) return -1;
+    const double reltuples = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->reltuples;
+    ReleaseSysCache(rel);
+    const char* attname = get_attname(relid, attnum, true);
+    if (reltuples < 0 || attname == nullptr) return -1;
+    SelectivityCall call{relid, attname, geometry, -1};
+    if (!in_subtransaction(call_selectivity, &call) || !(call.selectivity >= 0)) return -1;
+    return std::min(1.0, call.selectivity) * reltuples;
+}
+
+bool estimated_extent(Oid relid, AttrNumber attnum, GisBox* out) {
+    if (!helpers_ready() || !has_statistics(relid, attnum)) return false;
+    const char* attname = get_attname(relid, attnum, true);
+    const char* relname = get_rel_name(relid);
+    const char* nspname = get_namespace_name(get_rel_namespace(relid));
+    if (attname == nullptr || relname == nullptr || nspname == nullptr) return false;
+    ExtentCall call{nspname, relname, attname, out, false};
+    return in_subtransaction(call_extent, &call) && call.ok;
 }
 
 int32 srid_from_typmod(int32 typmod) {
