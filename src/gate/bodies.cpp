@@ -105,6 +105,9 @@ void read_xml_body(std::string_view body, OgcRequest& r) {
     } else if (r.service == Service::Wms && iequals(name, "GetMap")) {
         // SLD-POST GetMap: the size is inside; too rare to price, too big to allow blind.
         return fail(r, "XML-encoded GetMap is not supported by this gate; use KVP");
+    } else if (r.service == Service::Wcs && iequals(name, "GetCoverage")) {
+        // WCS 1.1 sizes by GridOffsets over a BoundingBox, 2.0 by a scaling extension: not read here.
+        return fail(r, "XML-encoded GetCoverage is not supported by this gate; use KVP");
     }
 }
 

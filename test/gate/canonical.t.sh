@@ -156,8 +156,8 @@ check "/buckets holds one bucket for them, keyed by the address" \
 # --- WCS: every way to ask for a size (a 1000x500 GeoTIFF behind MapServer) ------------
 ms_start_raster "$tmp/msr" "$MSR" "http://127.0.0.1:$GATE3/" || not_ok "raster MapServer starts"
 gate_start "$tmp/g3" "$GATE3" "$ADMIN3" "http://127.0.0.1:$MSR" "${CAPS[@]}" || not_ok "gate 3 starts"
-cov() {  # "tiff WxH" or "refused: ..."
-  curl -s --max-time 20 -o "$tmp/cov" "$1"
+cov() {  # curl arguments -> "tiff WxH" or "refused: ..."
+  curl -s --max-time 20 -o "$tmp/cov" "$@"
   local s; s=$(gdalinfo "$tmp/cov" 2>/dev/null | sed -nE 's/^Size is ([0-9]+), ([0-9]+)/tiff \1x\2/p')
   [ -n "$s" ] && { echo "$s"; return; }
   echo "refused: $(grep -o 'ExceptionText>[^<]*\|ServiceException [^>]*>[^<]*' "$tmp/cov" | head -1 | sed 's/.*>//')"
@@ -192,4 +192,19 @@ check_eq "(control) MapServer reads SIZEX=x(1500) by prefix" "tiff 1500x500" "$(
 refused "WCS 2.0 SIZEX=x(1500) (a name read by prefix)" "$(cov "$W3?$C2&SIZEX=x(1500)")"
 check_eq "WCS 2.0 repeated SUBSET accepted" "tiff 250x200" "$(cov "$W3?$C2&SUBSET=x(0,10)&SUBSET=y(36,40)")"
 refused "WCS 2.0 SCALESIZE and SCALEFACTOR together" "$(cov "$W3?$C2&SCALESIZE=x(10),y(10)&SCALEFACTOR=0.5")"
+# WCS as XML POST: MapServer answers a WCS 1.1 GetCoverage body with a coverage the
+# gate cannot size (GridOffsets over a BoundingBox); the gate refuses, never forwards it unread.
+cat >"$tmp/wcs11.xml" <<'X'
+<?xml version="1.0" encoding="UTF-8"?>
+<GetCoverage xmlns="http://www.opengis.net/wcs/1.1.1" xmlns:ows="http://www.opengis.net/ows/1.1" service="WCS" version="1.1.1">
+  <ows:Identifier>dem</ows:Identifier>
+  <DomainSubset><ows:BoundingBox crs="urn:ogc:def:crs:EPSG::4326"><ows:LowerCorner>35 -10</ows:LowerCorner><ows:UpperCorner>45 30</ows:UpperCorner></ows:BoundingBox></DomainSubset>
+  <Output format="image/tiff"><GridCRS><GridBaseCRS>urn:ogc:def:crs:EPSG::4326</GridBaseCRS><GridType>urn:ogc:def:method:WCS:1.1:2dSimpleGrid</GridType><GridOffsets>0.01 0.01</GridOffsets><GridCS>urn:ogc:def:cs:OGC:0.0:Grid2dSquareCS</GridCS></GridCRS></Output>
+</GetCoverage>
+X
+sed 's#wcs/1.1.1#wcs/2.0#; s#version="1.1.1"#version="2.0.1"#' "$tmp/wcs11.xml" >"$tmp/wcs20.xml"
+check "(control) MapServer answers a WCS 1.1 XML GetCoverage with a coverage" grep -q "<Coverages" \
+  <<<"$(curl -s --max-time 20 -H 'Content-Type: text/xml' --data-binary @"$tmp/wcs11.xml" "$D3" | head -c 600 | tr -d '\0')"
+refused "WCS 1.1 XML GetCoverage" "$(cov -H 'Content-Type: text/xml' --data-binary @"$tmp/wcs11.xml" "$W3")"
+refused "WCS 2.0 XML GetCoverage" "$(cov -H 'Content-Type: text/xml' --data-binary @"$tmp/wcs20.xml" "$W3")"
 tap_exit
