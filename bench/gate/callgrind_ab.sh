@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The gate's CPU per request, counted in instructions (valgrind callgrind), for
+# two binaries (OLD, NEW) on the same requests: repeatable on a loaded machine,
+# where throughput ratios (canonical_ab.sh) wander by ±10%.
+# Each binary serves N1 and then N2 keep-alive requests in two runs, behind
+# nginx serving a 20 kB body; (Ir(N2) - Ir(N1)) / (N2 - N1) is its cost per
+# request with start-up and shutdown cancelled out.
+#   OLD=/path/to/old/ogc-gate [NEW=bin/ogc-gate] [N1=200] [N2=1200] [MODE=pass|reject] bench/gate/callgrind_ab.sh
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+OLD=${OLD:?set OLD to the ogc-gate binary to compare with} NEW=${NEW:-$root/bin/ogc-gate}
+N1=${N1:-200} N2=${N2:-1200} MODE=${MODE:-pass}
+P_STATIC=18960 P_GATE=18961 P_ADMIN=18962
+tmp=$(mktemp -d)
+cleanup() { [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; pkill -f "callgrind.*$P_GATE" 2>/dev/null; sleep 0.2; rm -rf "$tmp"; }
+trap cleanup EXIT
+mkdir -p "$tmp/www" "$tmp/ngx"; chmod 755 "$tmp" "$tmp/www"
+head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
+cat >"$tmp/nginx.conf" <<CONF
+worker_processes 1; pid $tmp/nginx.pid; error_log $tmp/nginx.err warn;
+events { worker_connections 1024; }
+http { access_log off; keepalive_requests 1000000; client_body_temp_path $tmp/ngx/body; proxy_temp_path $tmp/ngx/proxy;
+  fastcgi_temp_path $tmp/ngx/fcgi; uwsgi_temp_path $tmp/ngx/uwsgi; scgi_temp_path $tmp/ngx/scgi;
+  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; } }
+CONF
+nginx -c "$tmp/nginx.conf" -p "$tmp" || exit 1
+BUDGET=(--burst 1e9 --rate 1e9); [ "$MODE" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
+# canonical_ab.sh's request: eleven parameters, priced, not coalesced.
+Q="/tile.png?service=WMS&version=1.3.0&request=GetCapabilities&layers=roads,rivers&styles=&crs=EPSG%3A4326&bbox=45.1%2C5.2%2C46.3%2C7.4&width=256&height=256&format=image%2Fpng&transparent=true"
+
+# ir BINARY N: instructions the gate executed from start to exit, serving
+# one probe and N requests on one kept-alive connection.
+ir() {
+  local out=$tmp/cg.out pid i
+  rm -f "$out"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$1" --listen "127.0.0.1:$P_GATE" \
+    --admin-listen "127.0.0.1:$P_ADMIN" --upstream "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" \
+    >"$tmp/gate.log" 2>"$tmp/gate.err" &
+  pid=$!
+  # Waits on the port without sending a request: every run serves the same ones.
+  for i in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$P_GATE") 2>/dev/null && break; sleep 0.1; done
+  /usr/bin/python3 - "$P_GATE" "$Q" "$2" <<'PY' || { echo "client failed" >&2; kill "$pid"; return 1; }
+import http.client, sys
+port, q, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+c = http.client.HTTPConnection('127.0.0.1', port, timeout=60)
+for _ in range(n):
+    c.request('GET', q)
+    c.getresponse().read()
+PY
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null
+  # CG_KEEP=DIR keeps each profile for callgrind_annotate.
+  [ -n "${CG_KEEP:-}" ] && cp "$out" "$CG_KEEP/$(echo "$1" | tr / _).$2.out"
+  awk '/^(summary|totals):/ {print $2; exit}' "$out"
+}
+
+declare -A per
+for name in OLD NEW; do
+  bin=${!name}
+  a=$(ir "$bin" "$N1") && b=$(ir "$bin" "$N2") || exit 1
+  per[$name]=$(( (b - a) / (N2 - N1) ))
+  echo "$name ($bin): $a Ir at $N1 requests, $b Ir at $N2: ${per[$name]} Ir per request"
+done
+awk -v o="${per[OLD]}" -v n="${per[NEW]}" -v m="$MODE" \
+  'BEGIN { printf "%s path: NEW/OLD instructions per request %.3f (%+d Ir)\n", m, n / o, n - o }'
