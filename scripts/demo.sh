@@ -6,11 +6,13 @@
 # hook-priced role demo_map, with the gate in front.
 #   scripts/demo.sh         start (or restart) everything
 #   scripts/demo.sh stop    stop everything
+# OT_DEMO_RUN moves the state from .run/ elsewhere; OT_DEMO_PG_PORT and
+# gate-demo.sh's GATE_PORT, ADMIN_PORT and MS_PORT move the ports.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . test/lib/pg.sh
-run="$root/.run"
+run=${OT_DEMO_RUN:-$root/.run}
 port=${OT_DEMO_PG_PORT:-15432}
 
 stop_all() {
@@ -32,7 +34,7 @@ mkdir -p "$run"
 if as_pg test -x "$run" 2>/dev/null && as_pg test -w "$run" 2>/dev/null || { [ "$(id -u)" = 0 ] && chown postgres: "$run" && as_pg test -w "$run"; }; then
   pgdir="$run/pg"
 else
-  pgdir="/var/tmp/ogc_throttle-demo-$(echo "$root" | md5sum | cut -c1-8)"
+  pgdir="/var/tmp/ogc_throttle-demo-$(echo "$run" | md5sum | cut -c1-8)"
   rm -rf "$pgdir"; ln -sfn "$pgdir" "$run/pg"
 fi
 mkdir -p "$pgdir"
@@ -104,7 +106,8 @@ pg_psql "$pgdir" "$port" -d demo -c "SELECT throttle_reset('demo_map')" >/dev/nu
 if [ -x scripts/gate-demo.sh ] && [ -x bin/ogc-gate ]; then
   echo
   echo "== Starting MapServer (reading demo_points as demo_map: capacity 200 ms, refill 20 ms/s, cost_max 150) with ogc-gate in front"
-  OT_DEMO_PG_CONN="host=127.0.0.1 port=$port dbname=demo user=demo_map" scripts/gate-demo.sh "$run/gate"
+  OT_DEMO_PG_CONN="host=127.0.0.1 port=$port dbname=demo user=demo_map" OT_DEMO_PG_LOG="$run/pg/server.log" \
+    scripts/gate-demo.sh "$run/gate"
 fi
 
 cat <<EOF2
@@ -115,5 +118,5 @@ PostgreSQL is running (data in $run/pg, log in $run/pg/server.log):
   psql -h 127.0.0.1 -p $port -U demo_map demo        # as the role whose statements the hook prices
   SELECT * FROM throttle_buckets;  SELECT * FROM throttle_stats;  SELECT * FROM throttle_identity_stats;
 Refusals by the hook:  grep -A2 ' 53T01 ERROR' $run/pg/server.log
-Stop everything:  scripts/demo.sh stop
+Stop everything:  ${OT_DEMO_RUN:+OT_DEMO_RUN=$run }scripts/demo.sh stop
 EOF2

@@ -4,7 +4,8 @@
 # front. Standalone: no database needed, the data is a generated GeoJSON file.
 # With OT_DEMO_PG_CONN set (a libpq connection string; scripts/demo.sh sets it),
 # MapServer serves the PostGIS table demo_points over that connection instead,
-# so the database's pricing hook prices MapServer's SQL behind the gate.
+# so the database's pricing hook prices MapServer's SQL behind the gate;
+# OT_DEMO_PG_LOG names that server's log (where its refusals are explained).
 #
 #   scripts/gate-demo.sh DIR          start (all state under DIR, e.g. .run/gate-demo)
 #   scripts/gate-demo.sh DIR stop     stop what a previous start left running
@@ -25,6 +26,8 @@ stop() {
 }
 if [ "${2:-}" = stop ]; then stop; echo "stopped"; exit 0; fi
 stop
+# Logs start empty: the commands printed below grep them for this run's lines.
+rm -rf "$dir/mapserver" "$dir/gate.log" "$dir/gate.err"
 
 if command -v ogc-gate >/dev/null; then GATE_BIN=$(command -v ogc-gate)
 else make -s -C "$root" bin/ogc-gate >/dev/null; GATE_BIN=$root/bin/ogc-gate; fi
@@ -62,25 +65,28 @@ if [ -n "$pg_conn" ]; then
   cat <<TXT
 ogc-gate demo running: gate $G (admin http://127.0.0.1:$ADMIN_PORT), MapServer http://127.0.0.1:$MS_PORT
 MapServer reads demo_points from PostgreSQL ($pg_conn): the pricing hook prices and charges its SQL.
-State, logs and config in $dir (gate.log has one JSON line per request; MapServer's errors,
-with the database's reasons, go to $dir/mapserver/run/lighttpd.err).
+State, logs and config in $dir (gate.log has one JSON line per request; MapServer's errors go to
+$dir/mapserver/run/lighttpd.err, the database's reasons for its refusals to its own log).
 
 A pass (a 0.2 degree box; MapServer's SQL is charged the few milliseconds it takes in the database):
   curl -s -o /tmp/map.png -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=49.9,9.9,50.1,10.1&WIDTH=512&HEIGHT=512'
+
+The same through GDAL and a WFS client:
+  gdal_translate -q -outsize 512 512 'WMS:$G/?$MAP&BBOX=49.9,9.9,50.1,10.1' /tmp/m.png && gdalinfo /tmp/m.png | grep '^Size'
+  ogrinfo -ro -al -q -spat 9.9 49.9 10.1 50.1 'WFS:$G/?SERVICE=WFS&VERSION=2.0.0' demo_points | grep -c '^OGRFeature('
 
 Refused by the gate (4096x4096 is over its pixel cap; MapServer and the database never see it):
   curl -s '$G/?$MAP&BBOX=46,4,54,16&WIDTH=4096&HEIGHT=4096'
 
 Refused by the database (the whole area is estimated at the role's cost_max, 150 ms: admitted on a
-nearly full bucket and charged what it measurably took; the second of two in a row is refused with
-SQLSTATE 53T01; the gate passes both, and MapServer answers with a ServiceExceptionReport that says only
-"Check server logs"):
+full bucket and charged what it measurably took, which leaves the bucket short or in debt; the second
+of two in a row is refused with SQLSTATE 53T01; the gate passes both, and MapServer answers with a
+ServiceExceptionReport that says only "check server logs"). Run these last: the bucket needs a while
+to refill afterwards (the HINT says how long).
   for i in 1 2; do curl -s -o /tmp/big.out -w '%{http_code} %{content_type}\n' '$G/?$MAP&BBOX=46,4,54,16&WIDTH=1024&HEIGHT=768'; done; cat /tmp/big.out
-  grep -A1 'ogc_throttle: statement refused' $dir/mapserver/run/lighttpd.err | tail -n 2   # the database's reason
-  tail -n 1 $dir/gate.log                                                                  # the gate: "verdict":"pass"
+  grep -A2 'demo_map 53T01 ERROR' ${OT_DEMO_PG_LOG:-the PostgreSQL log} | tail -n 3   # the database's reason
+  tail -n 1 $dir/gate.log                                                          # the gate: "verdict":"pass"
 
-Clients: gdal_translate -outsize 512 512 'WMS:$G/?$MAP&BBOX=49.9,9.9,50.1,10.1' /tmp/m.png
-         ogrinfo -ro -al -q -spat 9.9 49.9 10.1 50.1 'WFS:$G/?SERVICE=WFS&VERSION=2.0.0' demo_points | grep -c '^OGRFeature('
 Admin:   curl -s http://127.0.0.1:$ADMIN_PORT/metrics ; curl -s http://127.0.0.1:$ADMIN_PORT/buckets
 
 Stop:    $0 $1 stop
