@@ -2,8 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <cstring>
 #include <set>
 #include <stdexcept>
+
+#include "gate/kvp.hpp"
+#include "gate/text.hpp"
 
 namespace ot::gate {
 namespace {
@@ -60,8 +65,38 @@ const Tier& Config::tier(const std::string& name) const {
     return tiers.front();
 }
 
+namespace {
+bool all_of_chars(const std::string& s, const char* extra) {
+    for (char ch : s)
+        if (!std::isalnum(static_cast<unsigned char>(ch)) && !std::strchr(extra, ch)) return false;
+    return !s.empty();
+}
+
+std::string to_upstream_problem(const Config& c) {
+    const ToUpstream& u = c.to_upstream;
+    if (u.header.empty() && u.param.empty()) return u.hmac_key.empty() ? "" : "identity.to_upstream.hmac_key needs a header";
+    if (c.hash_secret.empty())
+        return "identity.to_upstream needs identity.hash_secret: without it every start (and every gate) names the "
+               "same client differently upstream";
+    if (!u.param.empty() && (u.param.size() > 40 || !all_of_chars(u.param, "_") ||
+                             known_ogc_name(to_upper(u.param)) || mapserver_cgi_name(to_upper(u.param))))
+        return "identity.to_upstream.param must be a name of letters, digits and '_' that no OGC or MapServer "
+               "request uses (e.g. OT_CLIENT)";
+    if (!u.header.empty()) {
+        if (!all_of_chars(u.header, "-")) return "identity.to_upstream.header must be a header name (letters, digits, '-')";
+        for (const char* reserved : {"Host", "Authorization", "Cookie", "X-Request-Id", "X-Forwarded-For", "X-OT-Tier",
+                                     "X-OT-Signature", "Content-Length", "Content-Type", "Transfer-Encoding"})
+            if (iequals(u.header, reserved)) return "identity.to_upstream.header cannot be " + std::string(reserved);
+        for (const std::string& k : c.key_headers)
+            if (iequals(u.header, k)) return "identity.to_upstream.header cannot be a key header (" + k + ")";
+    }
+    return "";
+}
+}  // namespace
+
 std::string config_problem(const Config& c) {
     if (c.tiers.empty()) return "at least one tier is needed";
+    if (std::string p = to_upstream_problem(c); !p.empty()) return p;
     bool have_default = false;
     std::set<std::string> names;
     for (const Tier& t : c.tiers) {
@@ -202,7 +237,13 @@ Config load_config_file(const std::string& path, Config c) {
         }
     }
     if (const YAML::Node id = root["identity"]) {
-        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret", "jwt_hs256_key"}, "identity");
+        check_keys(id, {"key_headers", "trusted_proxies", "hash_secret", "jwt_hs256_key", "to_upstream"}, "identity");
+        if (const YAML::Node up = id["to_upstream"]) {
+            check_keys(up, {"header", "param", "hmac_key"}, "identity.to_upstream");
+            get(up, "header", c.to_upstream.header, "identity.to_upstream");
+            get(up, "param", c.to_upstream.param, "identity.to_upstream");
+            get(up, "hmac_key", c.to_upstream.hmac_key, "identity.to_upstream");
+        }
         get(id, "jwt_hs256_key", c.jwt_hs256_key, "identity");
         get(id, "hash_secret", c.hash_secret, "identity");
         get(id, "key_headers", c.key_headers, "identity");

@@ -81,6 +81,16 @@ struct Concurrency {
     std::size_t max_queue = 64;  // per class
 };
 
+// Who asked, told to the map server (identity.to_upstream), so that the
+// database behind it charges that client and not the map server's one role:
+// the bucket key ("ip:<hash>", "key:<hash>", "jwt:<hash>") in a header and/or
+// a query parameter. Client-sent copies are removed (headers) or refused (the parameter).
+struct ToUpstream {
+    std::string header;    // e.g. X-OT-Identity; the tier goes in X-OT-Tier
+    std::string param;     // e.g. OT_CLIENT, for MapServer's runtime substitution
+    std::string hmac_key;  // when set, X-OT-Signature: HMAC-SHA256 of identity, tier and request id
+};
+
 struct Config {
     std::string listen = "127.0.0.1:8000";
     std::string upstream = "http://127.0.0.1:8080";
@@ -107,6 +117,7 @@ struct Config {
     // keys a bucket by its "sub" and may name its tier ("tier" claim).
     std::string jwt_hs256_key;
     std::vector<Cidr> trusted_proxies;
+    ToUpstream to_upstream;
     // A burst above cost_max (500) means no single request is "never fits" by default.
     std::vector<Tier> tiers = {{"public", {1000.0, 100.0}, {}, {}}};
     std::string default_tier = "public";

@@ -2,6 +2,8 @@
 
 #include "gate/canonical.hpp"
 #include "gate/inimage.hpp"
+#include "gate/kvp.hpp"
+#include "gate/text.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -41,9 +43,27 @@ Rendered render_refusal(const Assessment& a, const OgcError& e, const Config& c)
     return r;
 }
 
+namespace {
+// The gate names the client upstream (identity.to_upstream.param); a client
+// naming itself, in the query, a form body or a cookie MapServer reads as a
+// parameter, is refused rather than quietly overwritten.
+void refuse_self_naming(OgcRequest& r, const HttpIn& in, const std::string& param) {
+    if (!r.problem.empty()) return;
+    const std::string u = to_upper(param);
+    bool named = r.query.find(u) || r.form.find(u);
+    if (!in.cookie.empty())
+        for (const std::string& n : cookie_names(in.cookie)) named |= iequals(n, param);
+    if (!named) return;
+    r.problem = "the parameter " + param + " is set by this gate, not by the client";
+    r.problem_code = "InvalidParameterValue";
+    r.problem_locator = param;
+}
+}  // namespace
+
 Assessment assess(const HttpIn& in, const Config& c) {
     Assessment a;
     a.req = parse_request(in);
+    if (!c.to_upstream.param.empty()) refuse_self_naming(a.req, in, c.to_upstream.param);
     a.caps = apply_caps(a.req, in, c.caps);
     a.price = price(a.req, a.caps, c.pricing);
     return a;

@@ -64,6 +64,24 @@ std::string keyed_hash(std::string_view key, std::string_view s) {
     return last_out;
 }
 
+std::string upstream_signature(std::string_view key, std::string_view identity, std::string_view tier,
+                               std::string_view request_id) {
+    std::string msg;
+    msg.reserve(identity.size() + tier.size() + request_id.size() + 2);
+    msg.append(identity).append(1, '\n').append(tier).append(1, '\n').append(request_id);
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(msg.data()),
+         msg.size(), d, &n);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out(2 * n, '0');
+    for (unsigned int i = 0; i < n; ++i) {
+        out[2 * i] = kHex[d[i] >> 4];
+        out[2 * i + 1] = kHex[d[i] & 15];
+    }
+    return out;
+}
+
 std::string credential(std::string_view header, std::string_view value) {
     value = trim(value);
     if (!iequals(header, "Authorization")) return std::string(value);

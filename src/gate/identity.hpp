@@ -39,6 +39,11 @@ struct Identity {
     IpAddr client;     // never logged raw
 };
 
+// X-OT-Signature: HMAC-SHA256 (hex) of "identity\ntier\nrequest id" under `key`,
+// so an upstream that checks it knows the gate named this client for this request.
+std::string upstream_signature(std::string_view key, std::string_view identity, std::string_view tier,
+                               std::string_view request_id);
+
 IpAddr client_address(const HeaderList& h, const IpAddr& peer, const std::vector<Cidr>& trusted);
 Identity identify(const HeaderList& h, const IpAddr& peer, const Config& c);
 

@@ -20,6 +20,7 @@
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
+#include "gate/kvp.hpp"
 #include "gate/log_line.hpp"
 #include "gate/text.hpp"
 
@@ -277,12 +278,32 @@ private:
         const Upstream& u = gate_.upstream();
         up_req_ = {};
         up_req_.method_string(in.method);
-        up_req_.target(u.prefix + decision_.target);
+        const ToUpstream& tu = cfg_->to_upstream;
+        std::string target = u.prefix + decision_.target;
+        // Shadow mode forwards the request as sent: it names nobody upstream.
+        if (!tu.param.empty() && !cfg_->shadow) {
+            target += target.find('?') == std::string::npos ? '?' : '&';
+            target += tu.param;
+            target += '=';
+            append_encoded(target, bucket_key_);
+        }
+        up_req_.target(target);
         up_req_.version(11);
+        const auto named_by_gate = [&tu](beast::string_view n) {
+            return !tu.header.empty() &&
+                   (beast::iequals(n, tu.header) || beast::iequals(n, "X-OT-Tier") || beast::iequals(n, "X-OT-Signature"));
+        };
         for (const auto& f : req_)
-            if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "X-Request-Id"))
+            if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "X-Request-Id") &&
+                !named_by_gate(f.name_string()))
                 up_req_.insert(f.name_string(), f.value());
         up_req_.set("X-Request-Id", request_id_);
+        if (!tu.header.empty()) {
+            up_req_.set(tu.header, bucket_key_);
+            up_req_.set("X-OT-Tier", tier_);
+            if (!tu.hmac_key.empty())
+                up_req_.set("X-OT-Signature", upstream_signature(tu.hmac_key, bucket_key_, tier_, request_id_));
+        }
         const std::string peer = ip_to_string(peer_);
         const auto xff = req_["X-Forwarded-For"];
         up_req_.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
