@@ -43,6 +43,7 @@ struct Execution {
     double measured;
     double charged;
     double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
+    int workers;         // parallel workers its plan may launch: they spend its budget too
     instr_time pass_start;
     double stats_charge;          // change to the charge not yet in the identity's statistics
     bool priced;                  // features hold something: a calibration sample at the end
@@ -116,6 +117,38 @@ void finish(Execution* e, bool completed) {
 
 // ---- cancelling a pass that runs past its budget --------------------------
 
+// Workers every Gather of the plan may launch (an upper bound: they need not
+// all run at once, or at all). Read from the plan, not from its pricing, which
+// skips statements that call no extension function.
+int plan_workers(const Plan* p) {
+    if (p == nullptr) return 0;
+    int n = plan_workers(p->lefttree) + plan_workers(p->righttree);
+    const auto each = [&n](const List* plans) {
+        const ListCell* lc;
+        foreach (lc, plans) n += plan_workers(static_cast<const Plan*>(lfirst(lc)));
+    };
+    switch (nodeTag(p)) {
+        case T_Gather: return n + reinterpret_cast<const Gather*>(p)->num_workers;
+        case T_GatherMerge: return n + reinterpret_cast<const GatherMerge*>(p)->num_workers;
+        case T_Append: each(reinterpret_cast<const Append*>(p)->appendplans); break;
+        case T_MergeAppend: each(reinterpret_cast<const MergeAppend*>(p)->mergeplans); break;
+        case T_BitmapAnd: each(reinterpret_cast<const BitmapAnd*>(p)->bitmapplans); break;
+        case T_BitmapOr: each(reinterpret_cast<const BitmapOr*>(p)->bitmapplans); break;
+        case T_SubqueryScan: n += plan_workers(reinterpret_cast<const SubqueryScan*>(p)->subplan); break;
+        case T_CustomScan: each(reinterpret_cast<const CustomScan*>(p)->custom_plans); break;
+        default: break;
+    }
+    return n;
+}
+
+int planned_workers(const PlannedStmt* stmt) {
+    if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
+    int n = plan_workers(stmt->planTree);
+    const ListCell* lc;
+    foreach (lc, stmt->subplans) n += plan_workers(static_cast<const Plan*>(lfirst(lc)));
+    return n;
+}
+
 void on_cutoff_timeout() {
     cutoff_fired = 1;
     InterruptPending = true;
@@ -125,14 +158,19 @@ void on_cutoff_timeout() {
 
 // How long a pass may run: what the bucket held (tokens left plus the unused
 // deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
+// The leader's timer watches wall time while each planned parallel worker
+// spends the same budget as fast: the budget runs out that many times sooner.
+double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
+
 double pass_allowance_ms(const Execution& e) {
     const int grace = cutoff_grace_ms();
     if (grace < 0 || e.mode == Mode::Log) return -1;
+    const double n = spenders(e);
     const double per_ms = e.budget.rate / 1000.0;  // refill per millisecond of wall time
-    if (per_ms >= 1) return -1;                     // a budget of a whole core or more never runs out
+    if (per_ms >= n) return -1;                     // the refill keeps up with every spender
     if (!std::isfinite(e.tokens_left)) return -1;  // admitted for free
     const double have = std::max(0.0, e.tokens_left) + e.deposit;
-    return have / (1 - per_ms) + grace;
+    return have / (n - per_ms) + grace;
 }
 
 void arm_cutoff(Execution* e) {
@@ -161,9 +199,15 @@ void cutoff_context(void* arg) {
     const double over = used - std::max(0.0, e->tokens_left) - e->deposit;
     errcode(kBudgetExhausted);
     errmsg("ogc_throttle: statement cancelled: identity \"%s\" ran past its budget", e->id.bytes);
-    errdetail("It used %.0f ms of server time; its budget allowed %.0f ms when it started (tokens left, the "
-              "unused estimate and ogc_throttle.cutoff_grace); capacity %g, refilling %g per second.",
-              used, e->allowed_ms, e->budget.capacity, e->budget.rate);
+    if (spenders(*e) > 1)
+        errdetail("It ran %.0f ms with up to %.0f parallel workers, each spending the same budget; its budget allowed "
+                  "%.0f ms of running when it started (tokens left, the unused estimate and ogc_throttle.cutoff_grace, "
+                  "shared by the leader and its workers); capacity %g, refilling %g per second.",
+                  used, spenders(*e) - 1, e->allowed_ms, e->budget.capacity, e->budget.rate);
+    else
+        errdetail("It used %.0f ms of server time; its budget allowed %.0f ms when it started (tokens left, the "
+                  "unused estimate and ogc_throttle.cutoff_grace); capacity %g, refilling %g per second.",
+                  used, e->allowed_ms, e->budget.capacity, e->budget.rate);
     errhint("Ask for less (a smaller area, a LIMIT, a higher zoom); the time used is charged, so retry after %d "
             "second(s).",
             retry_seconds(over > 0 ? over / e->budget.rate : 0));
@@ -343,6 +387,7 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
     e->charged = deposit;
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
+    e->workers = planned_workers(qd->plannedstmt);
     open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
 }
 

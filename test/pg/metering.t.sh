@@ -124,6 +124,25 @@ echo "# parallel scan: leader measured $meas ms, bucket charged $spent ms"
 # The leader only gathers, so each worker's own time is about the leader's.
 check "the bucket paid the workers' time besides the leader's" awk -v s="$spent" -v m="$meas" 'BEGIN { exit !(s > m * 1.5) }'
 
+# --- a parallel statement is cut off sooner: each worker spends the budget as fast as the leader
+PAR=(-c "SET max_parallel_workers_per_gather = 2" -c "SET parallel_setup_cost = 0" -c "SET parallel_tuple_cost = 0"
+     -c "SET min_parallel_table_scan_size = 0")
+SLOW="SELECT count(*) FROM pts WHERE ST_Area(ST_Buffer(geom, 0.001, 256)) > 0"
+q "ALTER ROLE tiles SET ogc_throttle.capacity = 600; ALTER ROLE tiles SET ogc_throttle.cutoff_grace = 0" >/dev/null
+reset_tiles
+t "${PAR[@]}" -c "EXPLAIN (COSTS OFF) $SLOW" >"$DIR/par.plan"
+reset_tiles
+t "${PAR[@]}" -c "$SLOW" >/dev/null; par=$(grep -m1 DETAIL "$DIR/t.err")
+reset_tiles
+t -c "$SLOW" >/dev/null; ser=$(grep -m1 DETAIL "$DIR/t.err")
+echo "# parallel: $par"; echo "# serial:   $ser"
+check "(control) the plan has a Gather with 2 workers" grep -q 'Workers Planned: 2' "$DIR/par.plan"
+check "the parallel statement is cut off, its DETAIL naming its workers" grep -q 'with up to 2 parallel workers' <<<"$par"
+allowed() { sed -nE 's/.*allowed ([0-9]+) ms.*/\1/p' <<<"$1"; }
+check "it may run a third of the serial allowance (leader + 2 workers): $(allowed "$par") of $(allowed "$ser") ms" \
+  awk -v p="$(allowed "$par")" -v s="$(allowed "$ser")" 'BEGIN { exit !(p > 0 && s > 0 && p * 3 < s * 1.05 && p * 3 > s * 0.95) }'
+q "ALTER ROLE tiles RESET ogc_throttle.cutoff_grace; ALTER ROLE tiles SET ogc_throttle.capacity = 60000" >/dev/null
+
 # --- 8 concurrent clients: once in debt, nothing more is admitted
 q "ALTER ROLE tiles SET ogc_throttle.capacity = 1000; ALTER ROLE tiles SET ogc_throttle.rate = 100" >/dev/null
 reset_tiles
