@@ -78,14 +78,6 @@ void wait_for_turn(const IdentityKey& id, double cost, core::Budget b, int64 wai
 }
 
 // A budget the bucket arithmetic cannot represent is an error, never a pass.
-core::Budget usable_budget() {
-    const core::Budget b = current_budget();
-    if (const char* why = core::budget_problem(b))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
-                        errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
-                        errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
-    return b;
-}
 
 struct Admitted {
     double deposit;      // charged now, settled against the measured time
@@ -181,6 +173,15 @@ void on_executor_start(QueryDesc* qd, int eflags) {
 
 }  // namespace
 
+core::Budget usable_budget() {
+    const core::Budget b = current_budget();
+    if (const char* why = core::budget_problem(b))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
+                        errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
+                        errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
+    return b;
+}
+
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;
     return admit(id, b, mode, 0.0, nullptr).tokens_left;
@@ -190,6 +191,7 @@ void install_hooks() {
     prev_executor_start = ExecutorStart_hook;
     ExecutorStart_hook = on_executor_start;
     install_metering_hooks();
+    install_utility_metering();
 }
 
 }  // namespace ot::ext

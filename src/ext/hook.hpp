@@ -10,4 +10,8 @@ void install_hooks();
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
+// This role's budget; ERROR (22023) when the spend path cannot represent it.
+core::Budget usable_budget();
+// Meters utility statements that work outside the executor (utility_metering.cpp).
+void install_utility_metering();
 }

@@ -1,5 +1,7 @@
 #include "ext/metering.hpp"
 
+#include "ext/execution.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,37 +20,10 @@ extern "C" {
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/latch.h"
-#include "utils/timeout.h"
 }
 
 namespace ot::ext {
 namespace {
-
-// A top-level statement between its admission and its end. Slots never move
-// (a function may CLOSE another cursor while a pass runs), so pointers into
-// the array stay valid.
-struct Execution {
-    bool in_use;
-    bool ran;     // a pass has finished: the next one is a further FETCH
-    bool cutoff;  // cancelled for running past its budget
-    Mode mode;
-    QueryDesc* qd;
-    SubTransactionId subid;
-    IdentityKey id;
-    core::Budget budget;
-    double estimate;
-    double deposit;      // estimates charged and not yet consumed by measured time
-    double tokens_left;  // in the bucket after the last admission
-    double measured;
-    double charged;
-    double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
-    int workers;         // parallel workers its plan may launch: they spend its budget too
-    instr_time pass_start;
-    double stats_charge;          // change to the charge not yet in the identity's statistics
-    bool priced;                  // features hold something: a calibration sample at the end
-    core::PlanFeatures features;  // of its estimate, nested statements' included
-};
 
 constexpr int kMaxOpen = 64;
 Execution open_execs[kMaxOpen];
@@ -64,9 +39,6 @@ ExecutorEnd_hook_type prev_end = nullptr;
 
 bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 
-TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
-volatile sig_atomic_t cutoff_fired = 0;
-
 Execution* find_open(QueryDesc* qd) {
     for (int i = 0; i < open_high; i++)
         if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
@@ -74,13 +46,6 @@ Execution* find_open(QueryDesc* qd) {
 }
 
 bool charges(const Execution& e) { return e.mode != Mode::Log && true_up_enabled(); }
-
-double elapsed_ms(const instr_time& start) {
-    instr_time now;
-    INSTR_TIME_SET_CURRENT(now);
-    INSTR_TIME_SUBTRACT(now, start);
-    return INSTR_TIME_GET_MILLISEC(now);
-}
 
 // Measured time first consumes the deposit; the rest is charged.
 void settle_pass(Execution* e, double ms) {
@@ -113,106 +78,6 @@ void finish(Execution* e, bool completed) {
     e->in_use = false;
     e->qd = nullptr;
     while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
-}
-
-// ---- cancelling a pass that runs past its budget --------------------------
-
-// Workers every Gather of the plan may launch (an upper bound: they need not
-// all run at once, or at all). Read from the plan, not from its pricing, which
-// skips statements that call no extension function.
-int plan_workers(const Plan* p) {
-    if (p == nullptr) return 0;
-    int n = plan_workers(p->lefttree) + plan_workers(p->righttree);
-    const auto each = [&n](const List* plans) {
-        const ListCell* lc;
-        foreach (lc, plans) n += plan_workers(static_cast<const Plan*>(lfirst(lc)));
-    };
-    switch (nodeTag(p)) {
-        case T_Gather: return n + reinterpret_cast<const Gather*>(p)->num_workers;
-        case T_GatherMerge: return n + reinterpret_cast<const GatherMerge*>(p)->num_workers;
-        case T_Append: each(reinterpret_cast<const Append*>(p)->appendplans); break;
-        case T_MergeAppend: each(reinterpret_cast<const MergeAppend*>(p)->mergeplans); break;
-        case T_BitmapAnd: each(reinterpret_cast<const BitmapAnd*>(p)->bitmapplans); break;
-        case T_BitmapOr: each(reinterpret_cast<const BitmapOr*>(p)->bitmapplans); break;
-        case T_SubqueryScan: n += plan_workers(reinterpret_cast<const SubqueryScan*>(p)->subplan); break;
-        case T_CustomScan: each(reinterpret_cast<const CustomScan*>(p)->custom_plans); break;
-        default: break;
-    }
-    return n;
-}
-
-int planned_workers(const PlannedStmt* stmt) {
-    if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
-    int n = plan_workers(stmt->planTree);
-    const ListCell* lc;
-    foreach (lc, stmt->subplans) n += plan_workers(static_cast<const Plan*>(lfirst(lc)));
-    return n;
-}
-
-void on_cutoff_timeout() {
-    cutoff_fired = 1;
-    InterruptPending = true;
-    QueryCancelPending = true;
-    SetLatch(MyLatch);
-}
-
-// How long a pass may run: what the bucket held (tokens left plus the unused
-// deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
-// The leader's timer watches wall time while each planned parallel worker
-// spends the same budget as fast: the budget runs out that many times sooner.
-double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
-
-double pass_allowance_ms(const Execution& e) {
-    const int grace = cutoff_grace_ms();
-    if (grace < 0 || e.mode == Mode::Log) return -1;
-    const double n = spenders(e);
-    const double per_ms = e.budget.rate / 1000.0;  // refill per millisecond of wall time
-    if (per_ms >= n) return -1;                     // the refill keeps up with every spender
-    if (!std::isfinite(e.tokens_left)) return -1;  // admitted for free
-    const double have = std::max(0.0, e.tokens_left) + e.deposit;
-    return have / (n - per_ms) + grace;
-}
-
-void arm_cutoff(Execution* e) {
-    e->allowed_ms = pass_allowance_ms(*e);
-    if (e->allowed_ms < 0) return;
-    if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
-    cutoff_fired = 0;
-    enable_timeout_after(cutoff_timeout, static_cast<int>(std::min(std::ceil(e->allowed_ms), 2e9)));
-}
-
-void disarm_cutoff(bool completed) {
-    if (cutoff_timeout == MAX_TIMEOUTS) return;
-    disable_timeout(cutoff_timeout, false);
-    // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
-    if (completed && cutoff_fired) QueryCancelPending = false;
-    cutoff_fired = 0;
-}
-
-// Turns the cancel our timer requested into the refusal it is. Runs inside
-// errfinish for every error raised under a metered pass: C only.
-void cutoff_context(void* arg) {
-    auto* e = static_cast<Execution*>(arg);
-    if (!cutoff_fired || geterrcode() != ERRCODE_QUERY_CANCELED) return;
-    e->cutoff = true;
-    const double used = elapsed_ms(e->pass_start);
-    const double over = used - std::max(0.0, e->tokens_left) - e->deposit;
-    errcode(kBudgetExhausted);
-    errmsg("ogc_throttle: statement cancelled: identity \"%s\" ran past its budget", e->id.bytes);
-    if (spenders(*e) > 1)
-        errdetail("It ran %.0f ms with up to %.0f parallel workers, each spending the same budget; its budget allowed "
-                  "%.0f ms of running when it started (tokens left, the unused estimate and ogc_throttle.cutoff_grace, "
-                  "shared by the leader and its workers); capacity %g, refilling %g per second.",
-                  used, spenders(*e) - 1, e->allowed_ms, e->budget.capacity, e->budget.rate);
-    else
-        errdetail("It used %.0f ms of server time; its budget allowed %.0f ms when it started (tokens left, the "
-                  "unused estimate and ogc_throttle.cutoff_grace); capacity %g, refilling %g per second.",
-                  used, e->allowed_ms, e->budget.capacity, e->budget.rate);
-    errhint("Ask for less (a smaller area, a LIMIT, a higher zoom); the time used is charged, so retry after %d "
-            "second(s).",
-            retry_seconds(over > 0 ? over / e->budget.rate : 0));
-    // Caught below us (an EXCEPTION block), the statement goes on: cancel it again soon.
-    if (cutoff_timeout != MAX_TIMEOUTS) enable_timeout_after(cutoff_timeout, 10);
 }
 
 // ---- the executor hooks ---------------------------------------------------
@@ -256,37 +121,23 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
     bucket_charge(own_identity(), ms, b);
 }
 
+struct PassCall {
+    Pass pass;
+    QueryDesc* qd;
+    ScanDirection dir;
+    uint64 count;
+    bool once;
+};
+
+void call_pass(void* arg) {
+    const auto* c = static_cast<const PassCall*>(arg);
+    call_prev(c->pass, c->qd, c->dir, c->count, c->once);
+}
+
 void metered(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (pass == Pass::Run && e->ran) e->tokens_left = admit_further_pass(e->id, e->budget, e->mode);
-    INSTR_TIME_SET_CURRENT(e->pass_start);
-    arm_cutoff(e);
-    running = e;
-    run_depth++;
-    ErrorContextCallback cb;
-    cb.callback = cutoff_context;
-    cb.arg = e;
-    cb.previous = error_context_stack;
-    error_context_stack = &cb;
-    PG_TRY();
-    { call_prev(pass, qd, dir, count, once); }
-    PG_CATCH();
-    {
-        // The statement is dead: charge what it used, give back what it did not.
-        error_context_stack = cb.previous;
-        disarm_cutoff(false);
-        running = nullptr;
-        run_depth--;
-        if (e->cutoff) count_hook_event(HookEvent::Cutoff);
-        settle_pass(e, elapsed_ms(e->pass_start));
-        finish(e, false);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    error_context_stack = cb.previous;
-    disarm_cutoff(true);
-    running = nullptr;
-    run_depth--;
-    settle_pass(e, elapsed_ms(e->pass_start));
+    PassCall c{pass, qd, dir, count, once};
+    meter_pass(e, call_pass, &c);
     if (pass == Pass::Run) e->ran = true;
 }
 
@@ -326,9 +177,12 @@ void on_end(QueryDesc* qd) {
 // Portals of an aborted (sub)transaction never reach ExecutorEnd; the
 // statements they ran were settled when their error passed through us, so
 // what is left is deposits of cursors that never ran.
+// A utility statement that commits as it goes (VACUUM, CREATE INDEX
+// CONCURRENTLY) keeps its own record: it is on the stack, its pass settles it.
 void finish_from(SubTransactionId from) {
     for (int i = 0; i < open_high; i++)
-        if (open_execs[i].in_use && open_execs[i].subid >= from) finish(&open_execs[i], false);
+        if (open_execs[i].in_use && open_execs[i].subid >= from && &open_execs[i] != running)
+            finish(&open_execs[i], false);
 }
 
 void on_xact(XactEvent event, void*) {
@@ -349,7 +203,67 @@ void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, 
 
 }  // namespace
 
+void meter_pass(Execution* e, void (*body)(void*), void* arg) {
+    INSTR_TIME_SET_CURRENT(e->pass_start);
+    arm_cutoff(e);
+    running = e;
+    run_depth++;
+    ErrorContextCallback cb;
+    cb.callback = cutoff_context;
+    cb.arg = e;
+    cb.previous = error_context_stack;
+    error_context_stack = &cb;
+    PG_TRY();
+    { body(arg); }
+    PG_CATCH();
+    {
+        // The statement is dead: charge what it used, give back what it did not.
+        error_context_stack = cb.previous;
+        disarm_cutoff(false);
+        running = nullptr;
+        run_depth--;
+        if (e->cutoff) count_hook_event(HookEvent::Cutoff);
+        settle_pass(e, elapsed_ms(e->pass_start));
+        finish(e, false);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    error_context_stack = cb.previous;
+    disarm_cutoff(true);
+    running = nullptr;
+    run_depth--;
+    settle_pass(e, elapsed_ms(e->pass_start));
+}
+
+void close_execution(Execution* e, bool completed) { finish(e, completed); }
+
+bool metering_idle() { return running == nullptr && run_depth == 0; }
+
 bool metering_nested() { return running != nullptr; }
+
+Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
+                          double deposit, double tokens_left, const core::PlanFeatures* features, int workers) {
+    Execution* e = nullptr;
+    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
+        if (!open_execs[i].in_use) e = &open_execs[i];
+    if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+    *e = Execution{};
+    e->in_use = true;
+    e->mode = mode;
+    e->qd = qd;
+    e->subid = GetCurrentSubTransactionId();
+    e->id = id;
+    e->budget = b;
+    e->estimate = estimate;
+    e->deposit = deposit;
+    e->tokens_left = tokens_left;
+    e->charged = deposit;
+    e->priced = features != nullptr;
+    if (features != nullptr) e->features = *features;
+    e->workers = workers;
+    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+    return e;
+}
 
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features) {
@@ -370,25 +284,7 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
         if (deposit > 0) bucket_refund(id, deposit, b);
         return;
     }
-    Execution* e = nullptr;
-    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
-        if (!open_execs[i].in_use) e = &open_execs[i];
-    if (e == nullptr) return;  // 64 open cursors: this one keeps its estimate as its charge
-    *e = Execution{};
-    e->in_use = true;
-    e->mode = mode;
-    e->qd = qd;
-    e->subid = GetCurrentSubTransactionId();
-    e->id = id;
-    e->budget = b;
-    e->estimate = estimate;
-    e->deposit = deposit;
-    e->tokens_left = tokens_left;
-    e->charged = deposit;
-    e->priced = features != nullptr;
-    if (features != nullptr) e->features = *features;
-    e->workers = planned_workers(qd->plannedstmt);
-    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+    open_execution(qd, id, b, mode, estimate, deposit, tokens_left, features, planned_workers(qd->plannedstmt));
 }
 
 LastStatement last_statement() { return last; }

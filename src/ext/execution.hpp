@@ -1,0 +1,71 @@
+// The metering's own record of a top-level statement, shared by the files
+// that meter it (metering.cpp), cut it off (cutoff.cpp) and meter utility
+// statements (utility_metering.cpp). Not for the rest of the extension.
+#pragma once
+#include "ext/pg.hpp"
+#include "core/gcra.hpp"
+#include "core/statement_cost.hpp"
+#include "ext/bucket_table.hpp"
+#include "ext/settings.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "executor/execdesc.h"
+#include "portability/instr_time.h"
+}
+
+namespace ot::ext {
+
+// A top-level statement between its admission and its end. Slots never move
+// (a function may CLOSE another cursor while a pass runs), so pointers into
+// the array stay valid.
+struct Execution {
+    bool in_use;
+    bool ran;     // a pass has finished: the next one is a further FETCH
+    bool cutoff;  // cancelled for running past its budget
+    Mode mode;
+    QueryDesc* qd;
+    SubTransactionId subid;
+    IdentityKey id;
+    core::Budget budget;
+    double estimate;
+    double deposit;      // estimates charged and not yet consumed by measured time
+    double tokens_left;  // in the bucket after the last admission
+    double measured;
+    double charged;
+    double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
+    int workers;         // parallel workers its plan may launch: they spend its budget too
+    instr_time pass_start;
+    double stats_charge;          // change to the charge not yet in the identity's statistics
+    bool priced;                  // features hold something: a calibration sample at the end
+    core::PlanFeatures features;  // of its estimate, nested statements' included
+};
+
+inline double elapsed_ms(const instr_time& start) {
+    instr_time now;
+    INSTR_TIME_SET_CURRENT(now);
+    INSTR_TIME_SUBTRACT(now, start);
+    return INSTR_TIME_GET_MILLISEC(now);
+}
+
+// Opens the record of a top-level statement just admitted (null when all 64
+// slots are taken: it then keeps its deposit as its charge). qd may be null
+// (a utility statement).
+Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
+                          double deposit, double tokens_left, const core::PlanFeatures* features, int workers);
+// Runs body(arg) as one metered pass of e: timed, cut off at its deadline,
+// settled (also when body throws, which it then rethrows).
+void meter_pass(Execution* e, void (*body)(void*), void* arg);
+// The statement is over: refunds the unused deposit, records statistics.
+void close_execution(Execution* e, bool completed);
+// No metered pass on the stack, no executor pass either.
+bool metering_idle();
+
+// cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
+void arm_cutoff(Execution* e);
+void disarm_cutoff(bool completed);
+void cutoff_context(void* execution);
+// Parallel workers the plan's Gather nodes may launch (0 without any).
+int planned_workers(const PlannedStmt* stmt);
+
+}  // namespace ot::ext

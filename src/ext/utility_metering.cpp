@@ -1,0 +1,90 @@
+#include "ext/execution.hpp"
+#include "ext/hook.hpp"
+#include "ext/sql_args.hpp"
+
+extern "C" {
+#include "access/parallel.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+}
+
+// Utility statements that do work of their own, outside the executor or
+// around it, are metered as a statement is: refused while the bucket is in
+// debt, timed, charged, cut off at their deadline. Without this, building and
+// dropping an index on a temporary table, or a DO block's loop, is server time
+// nobody pays for. The statements they run inside (CREATE TABLE AS's query,
+// a DO block's SQL) are nested: their estimates join its deposit and its
+// clock covers them. Transaction control, SET and the like are never metered:
+// a session in debt must still be able to end its transaction and name its payer.
+namespace ot::ext {
+namespace {
+
+ProcessUtility_hook_type prev_utility = nullptr;
+
+bool does_work(const Node* n) {
+    switch (nodeTag(n)) {
+        case T_IndexStmt:
+        case T_ReindexStmt:
+        case T_ClusterStmt:
+        case T_VacuumStmt:  // and ANALYZE
+        case T_RefreshMatViewStmt:
+        case T_CreateTableAsStmt:  // and SELECT INTO
+        case T_CopyStmt:
+        case T_AlterTableStmt:  // may rewrite the table
+        case T_CreateStatsStmt:
+        case T_DoStmt:  // PL/pgSQL's simple expressions never reach the executor hooks
+        case T_CallStmt: return true;
+        default: return false;
+    }
+}
+
+struct UtilityCall {
+    PlannedStmt* pstmt;
+    const char* query;
+    bool read_only_tree;
+    ProcessUtilityContext context;
+    ParamListInfo params;
+    QueryEnvironment* env;
+    DestReceiver* dest;
+    QueryCompletion* qc;
+};
+
+void call_utility(void* arg) {
+    const auto* c = static_cast<const UtilityCall*>(arg);
+    if (prev_utility)
+        prev_utility(c->pstmt, c->query, c->read_only_tree, c->context, c->params, c->env, c->dest, c->qc);
+    else
+        standard_ProcessUtility(c->pstmt, c->query, c->read_only_tree, c->context, c->params, c->env, c->dest, c->qc);
+}
+
+bool metered_here(const PlannedStmt* pstmt) {
+    return metering_idle() && does_work(pstmt->utilityStmt) && current_mode() != Mode::Off && true_up_enabled() &&
+           !IsParallelWorker() && shared_memory_ready();
+}
+
+void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
+                ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
+    UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
+    if (metered_here(pstmt)) {
+        const IdentityKey id = own_identity();
+        const core::Budget b = usable_budget();
+        const Mode mode = current_mode();
+        // Nothing to estimate: admitted unless the bucket is in debt.
+        const double tokens_left = admit_further_pass(id, b, mode);
+        if (Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0)) {
+            meter_pass(e, call_utility, &c);
+            close_execution(e, true);
+            return;
+        }
+    }
+    call_utility(&c);
+}
+
+}  // namespace
+
+void install_utility_metering() {
+    prev_utility = ProcessUtility_hook;
+    ProcessUtility_hook = on_utility;
+}
+
+}  // namespace ot::ext

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Utility statements that do work outside the executor are metered like any
+# statement (doc/metering.md): building an index on a temporary table, a DO
+# block's loop, VACUUM, CREATE TABLE AS. Without it, a role could burn server
+# time for nothing by building and dropping indexes or looping in PL/pgSQL.
+# Transaction control and SET are never refused, even in debt.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+cluster_up 55484 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0" \
+  "max_parallel_maintenance_workers = 0"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE util LOGIN;
+   GRANT CREATE ON SCHEMA public TO util;
+   ALTER ROLE util SET ogc_throttle.mode = 'reject';
+   ALTER ROLE util SET ogc_throttle.capacity = 60000;
+   ALTER ROLE util SET ogc_throttle.rate = 0.01;" >/dev/null || { not_ok "setup"; tap_exit; }
+
+# u SQL...: psql as the throttled role; stdout (-At), stderr to $DIR/u.err
+u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U util -d postgres -At -v VERBOSITY=verbose "$@" 2>"$DIR/u.err"; }
+tokens() { q "SELECT tokens FROM throttle_peek('util')"; }
+spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+LAST="SELECT round(measured) || ' ' || round(charged) FROM throttle_last_statement()"
+
+q "SELECT throttle_reset('util')" >/dev/null
+before=$(tokens)
+r=$(u -c "CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint(random(), random()), 4326) AS g FROM generate_series(1, 300000) i" -c "$LAST")
+echo "# CREATE TABLE AS: measured/charged $r"
+check "CREATE TABLE AS is measured and charged as one statement" ge "${r% *}" 1
+
+# --- an index built and dropped again and again is charged every time ------------
+before=$(tokens)
+r=$(u -c "CREATE INDEX pts_g ON pts USING gist (g)" -c "$LAST")
+ms=${r% *}; spent=$(spent_since "$before")
+echo "# CREATE INDEX: measured/charged '$r' ms, bucket spent $spent"
+check "CREATE INDEX on 300 000 points is measured (${ms} ms)" ge "$ms" 20
+check "... and the bucket paid it ($spent of $ms)" ge "$spent" "$(awk -v m="$ms" 'BEGIN { print m * 0.9 }')"
+before=$(tokens)
+u -c "DROP INDEX pts_g" -c "CREATE INDEX pts_g ON pts USING gist (g)" -c "DROP INDEX pts_g" \
+  -c "CREATE INDEX pts_g ON pts USING gist (g)" >/dev/null
+spent=$(spent_since "$before")
+check "two more rebuilds are charged again ($spent ms)" ge "$spent" "$(awk -v m="$ms" 'BEGIN { print m * 1.5 }')"
+
+# --- a DO block's loop never reaches the executor hooks, but it pays ----------------
+before=$(tokens)
+r=$(u -c "DO \$\$ DECLARE x float8 := 0; t timestamptz := clock_timestamp(); BEGIN
+            WHILE clock_timestamp() < t + interval '300 ms' LOOP x := x + sqrt(x + 1); END LOOP; END \$\$" -c "$LAST")
+spent=$(spent_since "$before")
+echo "# DO loop of 300 ms: measured/charged '$r', bucket spent $spent"
+check "a 300 ms DO loop is charged at least 280 ms ($spent)" ge "$spent" 280
+
+# --- VACUUM (which commits as it goes) and ANALYZE are metered, and the session lives on --------
+before=$(tokens)
+r=$(u -c "VACUUM ANALYZE pts" -c "$LAST" -c "SELECT 'alive'")
+echo "# VACUUM ANALYZE: '$r', bucket spent $(spent_since "$before")"
+check "VACUUM ANALYZE is measured" ge "$(sed -n 1p <<<"$r" | cut -d' ' -f1)" 1
+check "... and the session goes on" grep -q '^alive$' <<<"$r"
+
+# --- over budget: cut off with 53T01; in debt: refused; BEGIN/SET/COMMIT still work ----------------
+q "ALTER ROLE util SET ogc_throttle.capacity = 200; ALTER ROLE util SET ogc_throttle.cutoff_grace = 0" >/dev/null
+q "SELECT throttle_reset('util')" >/dev/null
+start=$(date +%s.%N)
+u -c "DO \$\$ DECLARE x float8 := 0; BEGIN LOOP x := x + 1; END LOOP; END \$\$" >/dev/null
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "# endless DO loop on a 200 ms budget: stopped after ${took}s; $(grep -m1 DETAIL "$DIR/u.err")"
+check "an endless DO loop is cut off with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/u.err"
+check "... within 2 s" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
+u -c "CREATE INDEX ON pts USING gist (g)" >/dev/null
+check "in debt, CREATE INDEX is refused with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err"
+r=$(u -c "BEGIN" -c "SET LOCAL work_mem = '8MB'" -c "SHOW work_mem" -c "COMMIT")
+check_eq "in debt, BEGIN, SET, SHOW and COMMIT still work" "8MB" "$r"
+q "ALTER ROLE util SET ogc_throttle.capacity = 60000; ALTER ROLE util RESET ogc_throttle.cutoff_grace" >/dev/null
+
+# --- with ogc_throttle.true_up = off (0.1 behaviour) utility statements are not metered ---------------
+q "SELECT throttle_reset('util')" >/dev/null
+before=$(tokens)
+u -c "SET ogc_throttle.true_up = off" -c "CREATE INDEX pts_g2 ON pts USING gist (g)" >/dev/null 2>&1
+if grep -q 'permission denied\|42501' "$DIR/u.err"; then
+  q "ALTER ROLE util SET ogc_throttle.true_up = off" >/dev/null
+  u -c "CREATE INDEX pts_g2 ON pts USING gist (g)" >/dev/null
+fi
+check_eq "(control) with true_up off, CREATE INDEX is free, as in 0.1" "0.0" "$(spent_since "$before" | awk '{ printf "%.1f", ($1 < 1 ? 0 : $1) }')"
+tap_exit
