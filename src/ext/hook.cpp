@@ -182,6 +182,8 @@ core::Budget usable_budget() {
     return b;
 }
 
+bool pricing_in_progress() { return pricing; }
+
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;
     return admit(id, b, mode, 0.0, nullptr).tokens_left;
@@ -192,6 +194,7 @@ void install_hooks() {
     ExecutorStart_hook = on_executor_start;
     install_metering_hooks();
     install_utility_metering();
+    install_planning_metering();
 }
 
 }  // namespace ot::ext

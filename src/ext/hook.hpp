@@ -12,6 +12,10 @@ void install_hooks();
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
 // This role's budget; ERROR (22023) when the spend path cannot represent it.
 core::Budget usable_budget();
+// The pricing hook is pricing a statement (the queries it runs are part of it).
+bool pricing_in_progress();
 // Meters utility statements that work outside the executor (utility_metering.cpp).
 void install_utility_metering();
+// Meters the planning of top-level statements (planning_metering.cpp).
+void install_planning_metering();
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Utility statements that do work outside the executor are metered like any
-# statement (doc/metering.md): building an index on a temporary table, a DO
-# block's loop, VACUUM, CREATE TABLE AS. Without it, a role could burn server
-# time for nothing by building and dropping indexes or looping in PL/pgSQL.
+# Work outside the executor is metered like any statement (doc/metering.md):
+# utility statements (building an index, a DO block's loop, VACUUM, CREATE
+# TABLE AS) and the planning of a statement that is never executed. Without
+# it, a role could burn server time for nothing by building and dropping
+# indexes, looping in PL/pgSQL, or asking to EXPLAIN a many-way join.
 # Transaction control and SET are never refused, even in debt.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -70,6 +71,24 @@ check "in debt, CREATE INDEX is refused with 53T01" grep -q 'ERROR:  53T01: ogc_
 r=$(u -c "BEGIN" -c "SET LOCAL work_mem = '8MB'" -c "SHOW work_mem" -c "COMMIT")
 check_eq "in debt, BEGIN, SET, SHOW and COMMIT still work" "8MB" "$r"
 q "ALTER ROLE util SET ogc_throttle.capacity = 60000; ALTER ROLE util RESET ogc_throttle.cutoff_grace" >/dev/null
+
+# --- planning alone is server time: charged, and refused in debt ----------------------------------------
+q "CREATE TABLE j AS SELECT i FROM generate_series(1, 10) i; ANALYZE j; GRANT SELECT ON j TO util" >/dev/null
+J="EXPLAIN SELECT 1 FROM j a1, j a2, j a3, j a4, j a5, j a6, j a7, j a8, j a9, j a10, j a11 WHERE a1.i = a2.i AND
+   a2.i = a3.i AND a3.i = a4.i AND a4.i = a5.i AND a5.i = a6.i AND a6.i = a7.i AND a7.i = a8.i AND a8.i = a9.i AND
+   a9.i = a10.i AND a10.i = a11.i AND a11.i = a1.i"
+EXHAUSTIVE=(-c "SET geqo = off" -c "SET join_collapse_limit = 20" -c "SET from_collapse_limit = 20")
+q "SELECT throttle_reset('util')" >/dev/null
+before=60000 start=$(date +%s.%N)  # a reset bucket is full (throttle_peek shows the caller's budget until it exists)
+u "${EXHAUSTIVE[@]}" -c "$J" >/dev/null
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", (b - a) * 1000 }'); spent=$(spent_since "$before")
+echo "# EXPLAIN of an 11-way join (planning only): ${took} ms in psql, bucket charged $spent ms"
+check "planning only (EXPLAIN without ANALYZE) is charged" ge "$spent" "$(awk -v t="$took" 'BEGIN { print t * 0.5 }')"
+q "ALTER ROLE util SET ogc_throttle.capacity = 200" >/dev/null
+q "SELECT throttle_reset('util')" >/dev/null
+u "${EXHAUSTIVE[@]}" -c "$J" -c "$J" >/dev/null
+check "in debt from planning, the next EXPLAIN is refused with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err"
+q "ALTER ROLE util SET ogc_throttle.capacity = 60000" >/dev/null
 
 # --- with ogc_throttle.true_up = off (0.1 behaviour) utility statements are not metered ---------------
 q "SELECT throttle_reset('util')" >/dev/null

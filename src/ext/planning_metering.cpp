@@ -1,0 +1,66 @@
+#include "ext/execution.hpp"
+#include "ext/hook.hpp"
+#include "ext/identity_stats.hpp"
+#include "ext/settlement.hpp"
+#include "ext/sql_args.hpp"
+
+extern "C" {
+#include "access/parallel.h"
+#include "optimizer/planner.h"
+}
+
+// Planning is server time too: a statement that is only ever planned (EXPLAIN
+// without ANALYZE, a Parse and Bind that is never executed, a prepared
+// statement's custom plans) would otherwise cost nothing, and the planner can
+// be made to work for seconds (many-way joins). The planning of a top-level
+// statement is refused while the bucket is in debt and its measured time is
+// charged, as an executor pass's is. It has no deadline of its own:
+// statement_timeout bounds it, and its charge refuses what comes next.
+namespace ot::ext {
+namespace {
+
+planner_hook_type prev_planner = nullptr;
+int planning_depth = 0;  // the planner evaluating functions plans their queries too
+
+PlannedStmt* call_planner(Query* parse, const char* query, int options, ParamListInfo params) {
+    return prev_planner ? prev_planner(parse, query, options, params)
+                        : standard_planner(parse, query, options, params);
+}
+
+bool metered_here() {
+    return planning_depth == 0 && metering_idle() && !pricing_in_progress() && current_mode() != Mode::Off &&
+           true_up_enabled() && !IsParallelWorker() && shared_memory_ready();
+}
+
+PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListInfo params) {
+    if (!metered_here()) return call_planner(parse, query, options, params);
+    const IdentityKey id = own_identity();
+    const core::Budget b = usable_budget();
+    const Mode mode = current_mode();
+    admit_further_pass(id, b, mode);  // refused while in debt
+    instr_time start;
+    INSTR_TIME_SET_CURRENT(start);
+    PlannedStmt* out = nullptr;
+    planning_depth++;
+    PG_TRY();
+    { out = call_planner(parse, query, options, params); }
+    PG_FINALLY();
+    {
+        planning_depth--;
+        const double ms = elapsed_ms(start);
+        count_measured(ms);
+        if (mode != Mode::Log) owe(id, b, ms);
+        note_stats(id, mode != Mode::Log ? ms : 0.0, ms);
+    }
+    PG_END_TRY();
+    return out;
+}
+
+}  // namespace
+
+void install_planning_metering() {
+    prev_planner = planner_hook;
+    planner_hook = on_planner;
+}
+
+}  // namespace ot::ext
