@@ -4,7 +4,7 @@
 GATE_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc -pthread
 GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
-GATE_PURE     := text log_line http_head net kvp path canonical request bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage
+GATE_PURE     := cells text log_line http_head net kvp path canonical request bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))
