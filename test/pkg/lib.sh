@@ -6,7 +6,7 @@ EXT_PKG=postgresql-15-ogc-throttle
 GATE_PKG=ogc-gate
 
 # deb_files DEB: the regular files and symlinks a package ships, as absolute paths.
-deb_files() { dpkg-deb --fsys-tarfile "$1" | tar -t --exclude='*/' | sed 's|^\./|/|'; }
+deb_files() { dpkg-deb --fsys-tarfile "$1" | tar -t | grep -v '/$' | sed 's|^\./|/|'; }
 
 # Files a `make install` put where the package installs (/usr/lib/postgresql/15/lib/
 # ogc_throttle.so, the extension SQL): dpkg overwrites them and the purge deletes
@@ -17,7 +17,7 @@ save_unowned() {  # DEB BACKUP_DIR
   while read -r f; do
     [ -e "$f" ] || continue
     dpkg -S "$f" >/dev/null 2>&1 && continue
-    cp -a --parents "$f" "$2"/
+    (cd / && cp -a --parents "${f#/}" "$2"/)
   done < <(deb_files "$1")
 }
 restore_saved() {  # BACKUP_DIR (their directories belong to postgresql-15 and stay)
@@ -59,4 +59,14 @@ unit_exec() {
   local line=${1//\$MAINPID/${2:-}} words
   read -ra words <<<"$line"
   as_unit_user "${words[@]}"
+}
+
+# unit_start LINE OUT ERR: the same in the background; UNIT_PID is the
+# process's own pid (setpriv execs it), as $MAINPID would be.
+unit_start() {
+  local words
+  read -ra words <<<"$1"
+  setpriv --reuid="$UNIT_USER" --regid="$UNIT_GROUP" --init-groups \
+    --no-new-privs --bounding-set=-all --inh-caps=-all -- "${words[@]}" >"$2" 2>"$3" &
+  UNIT_PID=$!
 }

@@ -15,6 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/lib/pg.sh"
 . "$root/test/pkg/lib.sh"
+fcmp() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN { exit !(op == "<=" ? a <= b : a >= b) }'; }
 
 PG_PORT=18631 GATE_PORT=18680 ADMIN_PORT=18681 ECHO_PORT=18682
 UNIT=/lib/systemd/system/ogc-gate.service
@@ -24,7 +25,7 @@ if [ "$(id -u)" != 0 ]; then not_ok "runs as root (apt-get install needs it)"; t
 tmp=$(pg_tmpdir)
 gate_pid="" echo_pid=""
 cleanup() {
-  [ -n "$gate_pid" ] && kill "$gate_pid" 2>/dev/null
+  [ -n "$gate_pid" ] && { kill "$gate_pid" 2>/dev/null; wait "$gate_pid" 2>/dev/null; }
   [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null
   pg_stop "$tmp/pg" immediate
   purge_packages >/dev/null 2>&1
@@ -103,6 +104,9 @@ pg_stop "$tmp/pg"
 # --- the gate, through its unit ------------------------------------------
 check "systemd-analyze verify accepts the unit" systemd-analyze verify "$UNIT"
 systemd-analyze verify "$UNIT" 2>&1 | sed 's/^/# /'
+exposure=$(systemd-analyze security --offline=true --no-pager "$UNIT" 2>/dev/null | sed -n 's/.*Overall exposure level for ogc-gate.service: \([0-9.]*\).*/\1/p')
+check "systemd-analyze security rates the unit's exposure at most 2.0 of 10 (got ${exposure:-none})" \
+  fcmp "${exposure:-99}" "<=" 2.0
 UNIT_USER=$(unit_lines "$UNIT" User) UNIT_GROUP=$(unit_lines "$UNIT" Group)
 check_eq "the unit runs as the system user the package created" "ogc-gate ogc-gate /usr/sbin/nologin" \
   "$UNIT_USER $UNIT_GROUP $(getent passwd "$UNIT_USER" | cut -d: -f7)"
@@ -118,7 +122,7 @@ sed -i -e "s|^listen: .*|listen: 127.0.0.1:$GATE_PORT|" -e "s|^upstream: .*|upst
 /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO_PORT" 2>"$tmp/echo.err" & echo_pid=$!
 check "ExecStartPre (--check-config) accepts the edited config as the unit's user" \
   unit_exec "$(unit_lines "$UNIT" ExecStartPre)"
-unit_exec "$(unit_lines "$UNIT" ExecStart)" >"$tmp/gate.log" 2>"$tmp/gate.err" & gate_pid=$!
+unit_start "$(unit_lines "$UNIT" ExecStart)" "$tmp/gate.log" "$tmp/gate.err"; gate_pid=$UNIT_PID
 for i in $(seq 1 100); do
   curl -fs -o /dev/null "http://127.0.0.1:$GATE_PORT/healthz" && break
   kill -0 "$gate_pid" 2>/dev/null || break; sleep 0.1
