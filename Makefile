@@ -50,8 +50,10 @@ test/unit/run_unit: $(UNIT_SRCS) $(CORE_OBJS)
 .PHONY: unit
 unit: test/unit/run_unit
 
-# The gate and other components add their own targets here.
--include $(wildcard src/*/component.mk)
+# The gate and other components add their own targets here. `COMPONENTS=`
+# (empty) builds and installs the extension alone, as debian/rules does.
+COMPONENTS ?= $(wildcard src/*/component.mk)
+-include $(COMPONENTS)
 
 .PHONY: print-regress
 print-regress:
