@@ -7,6 +7,7 @@
 #include "gate/access_log.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
+#include "gate/relay_blocks.hpp"
 #include "gate/session.hpp"
 
 namespace ot::gate {
@@ -14,30 +15,6 @@ namespace ot::gate {
 namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Relay buffers, cached per I/O thread and held only while a request is
-// being relayed: an idle keep-alive connection costs no 128 kB.
-constexpr std::size_t kBlock = 64 * 1024;
-
-std::vector<std::unique_ptr<char[]>>& free_blocks() {
-    thread_local std::vector<std::unique_ptr<char[]>> f;
-    return f;
-}
-
-std::unique_ptr<char[]> take_block() {
-    auto& f = free_blocks();
-    if (f.empty()) return std::unique_ptr<char[]>(new char[kBlock]);
-    auto b = std::move(f.back());
-    f.pop_back();
-    return b;
-}
-
-void give_block(std::unique_ptr<char[]>& b) {
-    if (!b) return;
-    auto& f = free_blocks();
-    if (f.size() < 64) f.push_back(std::move(b));
-    b.reset();
-}
 
 bool safe_method(http::verb v) { return v == http::verb::get || v == http::verb::head; }
 
