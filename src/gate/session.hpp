@@ -45,6 +45,8 @@ struct UpstreamLeg {
     std::optional<http::response_serializer<http::buffer_body>> sr;
     std::string acc;  // the leader's copy of a body small enough to share
     std::unique_ptr<asio::steady_timer> queue_timer;
+    std::uint64_t queue_ticket = 0;  // while waiting for a slot
+    bool queued = false;
     bool keep_alive = false, chunked = false, buffering = false;
 };
 

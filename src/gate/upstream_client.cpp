@@ -90,24 +90,35 @@ void Session::acquire_slot() {
         case Slots::Outcome::Full: return busy();
         case Slots::Outcome::Queued: break;
     }
+    up_.queued = true;
+    up_.queue_ticket = ticket;
     up_.queue_timer = std::make_unique<asio::steady_timer>(exe);
     up_.queue_timer->expires_after(ms(cfg_->concurrency.queue_timeout_s));
     up_.queue_timer->async_wait([self, ticket, cls = ex_.slot_class](beast::error_code ec) {
         if (ec) return;
         // Lost the race to a grant: slot_granted() is already posted.
         self->guard([&] {
-            if (self->gate_.slots().cancel(cls, ticket)) self->busy();
+            if (!self->gate_.slots().cancel(cls, ticket)) return;
+            self->up_.queued = false;
+            self->busy();
         });
     });
 }
 
 void Session::slot_granted() {
+    up_.queued = false;
     ex_.holding_slot = true;
     if (up_.queue_timer) up_.queue_timer->cancel();
     send_upstream();
 }
 
 void Session::release_slot() {
+    // Still waiting (the exchange ended some other way): leave the queue, so
+    // a later grant does not answer an exchange that is over.
+    if (up_.queued && gate_.slots().cancel(ex_.slot_class, up_.queue_ticket)) {
+        up_.queued = false;
+        if (up_.queue_timer) up_.queue_timer->cancel();
+    }
     if (!ex_.holding_slot) return;
     ex_.holding_slot = false;
     gate_.slots().release(ex_.slot_class);
