@@ -56,7 +56,7 @@ void check_operation(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
             return;
         }
         out.error = bad("InvalidParameterValue", "SERVICE",
-                        "SERVICE='" + svc.substr(0, 40) + "' is not served through this gate.");
+                        "SERVICE='" + echo_value(svc, 40) + "' is not served through this gate.");
         return;
     }
     if (!ogc || r.op != Op::Other || metadata_op(r.service, req)) return;
@@ -65,7 +65,7 @@ void check_operation(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
         return;
     }
     out.error = {ErrorKind::BadRequest, "OperationNotSupported", "REQUEST",
-                 "REQUEST='" + r.operation.substr(0, 40) + "' is not an operation this gate lets through for " +
+                 "REQUEST='" + echo_value(r.operation, 40) + "' is not an operation this gate lets through for " +
                      service_name(r.service) + "."};
 }
 
@@ -80,7 +80,7 @@ void check_size(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
     for (const auto& [v, raw, name] : {std::tuple{w, *r.width, "WIDTH"}, std::tuple{h, *r.height, "HEIGHT"}}) {
         if (!v || *v <= 0) {
             out.error = bad("InvalidParameterValue", name,
-                            std::string(name) + "='" + raw.substr(0, 40) + "' is not a positive whole number of pixels.");
+                            std::string(name) + "='" + echo_value(raw, 40) + "' is not a positive whole number of pixels.");
             return;
         }
     }
@@ -147,7 +147,7 @@ void check_wfs_count(const OgcRequest& r, const HttpIn& in, const Caps& caps, Ca
     const auto n = parse_int(*r.count);
     if (!n || *n <= 0) {
         out.error = bad("InvalidParameterValue", r.count_key,
-                        r.count_key + "='" + r.count->substr(0, 40) + "' is not a positive whole number.");
+                        r.count_key + "='" + echo_value(*r.count, 40) + "' is not a positive whole number.");
         return;
     }
     if (*n <= caps.max_features) {
@@ -172,7 +172,7 @@ void check_api_limit(const OgcRequest& r, const HttpIn& in, const Caps& caps, Ca
     if (!r.count) return;
     const auto n = parse_int(*r.count);
     if (!n || *n <= 0) {
-        out.error = bad("InvalidParameterValue", "limit", "limit='" + r.count->substr(0, 40) + "' is not a positive whole number.");
+        out.error = bad("InvalidParameterValue", "limit", "limit='" + echo_value(*r.count, 40) + "' is not a positive whole number.");
         return;
     }
     out.count = static_cast<double>(*n);

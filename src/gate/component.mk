@@ -4,7 +4,7 @@
 GATE_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc -pthread
 GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
-GATE_PURE     := cells text log_line http_head net kvp path canonical request bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage
+GATE_PURE     := cells text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))
@@ -22,8 +22,13 @@ bin/ogc-gate: $(GATE_OBJS) build/gate/main.o $(CORE_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ $(GATE_LIBS)
 
 GATE_TEST_SRCS := $(wildcard test/gate/*_test.cpp)
-build/gate/gate_unit: $(GATE_TEST_SRCS) $(GATE_PURE_OBJS) $(CORE_OBJS)
-	$(CXX) $(GATE_CXXFLAGS) -o $@ $(GATE_TEST_SRCS) $(GATE_PURE_OBJS) $(CORE_OBJS) $(GATE_LIBS) -lgtest -lgtest_main
+# One object per test file: they compile in parallel, and an edit rebuilds one.
+GATE_TEST_OBJS := $(patsubst test/gate/%.cpp,build/gate/test/%.o,$(GATE_TEST_SRCS))
+build/gate/test/%.o: test/gate/%.cpp
+	@mkdir -p build/gate/test
+	$(CXX) $(GATE_CXXFLAGS) -MMD -MP -c -o $@ $<
+build/gate/gate_unit: $(GATE_TEST_OBJS) $(GATE_PURE_OBJS) $(CORE_OBJS)
+	$(CXX) $(GATE_CXXFLAGS) -o $@ $(GATE_TEST_OBJS) $(GATE_PURE_OBJS) $(CORE_OBJS) $(GATE_LIBS) -lgtest -lgtest_main
 
 # libFuzzer target over the request parsers and caps; everything recompiled
 # with clang and the sanitizers (core sources too, for coverage).
@@ -46,4 +51,4 @@ clean: clean-gate
 clean-gate:
 	rm -rf bin/ogc-gate build/gate build/fuzz
 
--include $(GATE_OBJS:.o=.d) build/gate/main.d
+-include $(GATE_OBJS:.o=.d) build/gate/main.d $(GATE_TEST_OBJS:.o=.d)

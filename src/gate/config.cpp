@@ -134,6 +134,19 @@ std::string config_problem(const Config& c) {
         }
     }
     if (c.threads < 0 || c.threads > 256) return "threads must be between 0 and 256";
+    if (!c.admin.token.empty() && c.admin.token.size() < 16) return "admin.token must be at least 16 characters";
+    if (c.admin_listen != "off" && c.admin.token.empty() && c.admin.allow.empty()) {
+        // The listen address itself is validated at start (parse_listen); here
+        // only whether it is loopback: 127.0.0.0/8 or ::1.
+        const std::size_t colon = c.admin_listen.rfind(':');
+        std::string host = colon == std::string::npos ? c.admin_listen : c.admin_listen.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+        const auto ip = parse_ip(host);
+        static const Cidr lo4 = *parse_cidr("127.0.0.0/8"), lo6 = *parse_cidr("::1/128");
+        if (!ip || !(lo4.contains(*ip) || lo6.contains(*ip)))
+            return "admin_listen " + c.admin_listen +
+                   " is not loopback: set admin.token or admin.allow (see doc/gate.md, \"Admin listener\")";
+    }
     return {};
 }
 
@@ -147,7 +160,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -199,7 +212,8 @@ Config load_config_file(const std::string& path, Config c) {
     if (const YAML::Node l = root["limits"]) {
         check_keys(l,
                    {"header_bytes", "body_bytes", "upstream_body_bytes", "idle_timeout", "upstream_timeout",
-                    "upstream_connect_timeout", "max_keys", "upstream_keepalive", "upstream_idle_timeout", "inimage_max_pixels"},
+                    "upstream_connect_timeout", "max_keys", "upstream_keepalive", "upstream_idle_timeout", "inimage_max_pixels",
+                    "max_connections", "max_connections_per_address"},
                    "limits");
         get(l, "header_bytes", c.limits.header_bytes, "limits");
         get(l, "body_bytes", c.limits.body_bytes, "limits");
@@ -211,8 +225,15 @@ Config load_config_file(const std::string& path, Config c) {
         get(l, "upstream_keepalive", c.limits.upstream_keepalive, "limits");
         get(l, "upstream_idle_timeout", c.limits.upstream_idle_timeout_s, "limits");
         get(l, "inimage_max_pixels", c.limits.inimage_max_pixels, "limits");
+        get(l, "max_connections", c.limits.max_connections, "limits");
+        get(l, "max_connections_per_address", c.limits.max_connections_per_address, "limits");
     }
     get(root, "refund_fraction", c.refund_fraction, path);
+    if (const YAML::Node ad = root["admin"]) {
+        check_keys(ad, {"token", "allow"}, "admin");
+        get(ad, "token", c.admin.token, "admin");
+        c.admin.allow = cidrs(ad["allow"], "admin.allow");
+    }
     if (const YAML::Node co = root["coalesce"]) {
         check_keys(co, {"enabled", "max_body_bytes", "public_paths"}, "coalesce");
         get(co, "enabled", c.coalesce.enabled, "coalesce");

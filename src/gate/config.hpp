@@ -58,6 +58,17 @@ struct Limits {
     std::size_t upstream_keepalive = 32;   // idle upstream connections kept
     double upstream_idle_timeout_s = 4;    // below lighttpd's 5 s and nginx's 75 s
     std::int64_t inimage_max_pixels = 2048LL * 2048LL;  // largest refusal drawn (EXCEPTIONS=INIMAGE)
+    // Client connections held at once: in all (0: the descriptor limit less
+    // a reserve, see doc/gate.md) and per client address (0: no limit).
+    std::size_t max_connections = 0;
+    std::size_t max_connections_per_address = 1000;
+};
+
+// Who may read the admin listener. Required (a token or a list) whenever it
+// listens beyond loopback.
+struct AdminAccess {
+    std::string token;           // "Authorization: Bearer <token>"
+    std::vector<Cidr> allow;     // peer addresses let in without the token
 };
 
 struct Coalesce {
@@ -95,6 +106,7 @@ struct Config {
     std::string listen = "127.0.0.1:8000";
     std::string upstream = "http://127.0.0.1:8080";
     std::string admin_listen = "127.0.0.1:8001";
+    AdminAccess admin;
     int threads = 0;  // 0: one per core
     bool shadow = false;
     // HTTP status of a cap or tier-size refusal in OGC XML: 200, because GDAL

@@ -1,5 +1,9 @@
 #include "gate/inimage.hpp"
 
+#include <chrono>
+#include <utility>
+#include <vector>
+
 #include <gd.h>
 #include <gdfonts.h>
 
@@ -10,6 +14,22 @@
 
 namespace ot::gate {
 namespace {
+
+constexpr std::size_t kCacheEntries = 16;
+// About a second of one core's drawing (a 2048 x 2048 PNG takes ~20 ms).
+constexpr double kDrawPixelsPerSecond = 64e6;
+
+struct ImageCache {
+    std::vector<std::pair<std::string, Rendered>> entries;  // most recent first
+    double budget = kDrawPixelsPerSecond;
+    std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
+    std::uint64_t draws = 0;
+};
+
+ImageCache& image_cache() {
+    thread_local ImageCache c;
+    return c;
+}
 
 std::string upper(std::string s) {
     for (char& ch : s)
@@ -67,6 +87,33 @@ std::optional<Rendered> render_in_image(const OgcRequest& r, const Config& c, co
     const Param* tp = param(r, "TRANSPARENT");
     const bool transparent = kind == ImageExceptions::Blank || (tp && upper(tp->value) == "TRUE");
 
+    // Drawing costs ~10x an XML report: the last few images are kept (a
+    // throttled map client asks for the same size again and again), and
+    // what is drawn afresh is bounded per thread and second; past that the
+    // XML report stands, so refusals cannot be made into load.
+    const char kind_c = kind == ImageExceptions::Blank ? 'b' : 'i';
+    std::string key;
+    key.reserve(text.size() + 32);
+    key += kind_c;
+    key += jpeg ? 'j' : gif ? 'g' : 'p';
+    key += transparent ? 't' : 'o';
+    key += std::to_string(*w) + "x" + std::to_string(*h) + ":" + std::to_string(status) + ":";
+    if (kind == ImageExceptions::InImage) key += text;
+    ImageCache& cache = image_cache();
+    for (std::size_t i = 0; i < cache.entries.size(); ++i)
+        if (cache.entries[i].first == key) {
+            if (i > 0) std::swap(cache.entries[i], cache.entries[0]);
+            return cache.entries[0].second;
+        }
+    const auto now = std::chrono::steady_clock::now();
+    const double pixels = static_cast<double>(*w) * static_cast<double>(*h);
+    cache.budget = std::min(kDrawPixelsPerSecond,
+                            cache.budget + kDrawPixelsPerSecond * std::chrono::duration<double>(now - cache.refilled).count());
+    cache.refilled = now;
+    if (pixels > cache.budget) return std::nullopt;
+    cache.budget -= pixels;
+    ++cache.draws;
+
     // A palette image: one byte a pixel, and fast to compress when uniform.
     std::unique_ptr<gdImage, void (*)(gdImagePtr)> im(gdImageCreate(static_cast<int>(*w), static_cast<int>(*h)),
                                                      gdImageDestroy);
@@ -91,7 +138,12 @@ std::optional<Rendered> render_in_image(const OgcRequest& r, const Config& c, co
     if (!data) return std::nullopt;
     std::string body(static_cast<const char*>(data), static_cast<std::size_t>(size));
     gdFree(data);
-    return Rendered{status, jpeg ? "image/jpeg" : gif ? "image/gif" : "image/png", std::move(body)};
+    Rendered out{status, jpeg ? "image/jpeg" : gif ? "image/gif" : "image/png", std::move(body)};
+    if (cache.entries.size() >= kCacheEntries) cache.entries.pop_back();
+    cache.entries.emplace(cache.entries.begin(), std::move(key), out);
+    return out;
 }
+
+std::uint64_t inimage_draws() { return image_cache().draws; }
 
 }  // namespace ot::gate

@@ -20,6 +20,11 @@ ImageExceptions image_exceptions(const OgcRequest& r);
 // requested FORMAT (PNG, JPEG or GIF; PNG otherwise), keeping `status`; or
 // nullopt when the request did not ask for it or its size is not within the
 // caps and limits.inimage_max_pixels (then the XML answer stands).
+// The last images are served from a per-thread cache, and fresh drawing is
+// bounded per thread and second (past it: nullopt, the XML answer).
 std::optional<Rendered> render_in_image(const OgcRequest& r, const Config& c, const std::string& text, int status);
+
+// Images drawn (not served from the cache) on this thread; for tests.
+std::uint64_t inimage_draws();
 
 }  // namespace ot::gate

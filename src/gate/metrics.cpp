@@ -1,6 +1,6 @@
 #include "gate/metrics.hpp"
 
-#include <sstream>
+#include "gate/prom_text.hpp"
 
 namespace ot::gate {
 namespace {
@@ -67,39 +67,36 @@ std::string Metrics::prometheus(std::size_t bucket_keys) const {
         sum.upstream_failures += p->upstream_failures;
         sum.coalesced += p->coalesced;
     }
-    std::ostringstream o;
-    o << "# HELP ogc_gate_requests_total Requests by cost class and verdict.\n"
-         "# TYPE ogc_gate_requests_total counter\n";
+    std::string o;
+    o.reserve(4096);
+    prom_family(o, "ogc_gate_requests_total", "counter", "Requests by cost class and verdict.");
     for (const auto& [cls, verdicts] : sum.requests)
         for (const auto& [verdict, n] : verdicts)
-            o << "ogc_gate_requests_total{class=\"" << cls << "\",verdict=\"" << verdict << "\"} " << n << "\n";
-    o << "# HELP ogc_gate_cost_charged_total Cost units charged to buckets, by class.\n"
-         "# TYPE ogc_gate_cost_charged_total counter\n";
-    for (const auto& [k, v] : sum.charged) o << "ogc_gate_cost_charged_total{class=\"" << k << "\"} " << v << "\n";
-    o << "# HELP ogc_gate_cost_refunded_total Cost units given back (304, empty, upstream failure, busy), by class.\n"
-         "# TYPE ogc_gate_cost_refunded_total counter\n";
-    for (const auto& [k, v] : sum.refunded) o << "ogc_gate_cost_refunded_total{class=\"" << k << "\"} " << v << "\n";
-    o << "# HELP ogc_gate_coalesced_total Requests answered from another request's upstream call.\n"
-         "# TYPE ogc_gate_coalesced_total counter\n"
-      << "ogc_gate_coalesced_total " << sum.coalesced << "\n";
-    o << "# HELP ogc_gate_upstream_latency_seconds Time to the upstream's complete response.\n"
-         "# TYPE ogc_gate_upstream_latency_seconds histogram\n";
+            prom_sample(o, "ogc_gate_requests_total", {{"class", cls}, {"verdict", verdict}}, n);
+    prom_family(o, "ogc_gate_cost_charged_total", "counter", "Cost units charged to buckets, by class.");
+    for (const auto& [k, v] : sum.charged) prom_sample(o, "ogc_gate_cost_charged_total", {{"class", k}}, v);
+    prom_family(o, "ogc_gate_cost_refunded_total", "counter",
+                "Cost units given back (304, empty, upstream failure, busy), by class.");
+    for (const auto& [k, v] : sum.refunded) prom_sample(o, "ogc_gate_cost_refunded_total", {{"class", k}}, v);
+    prom_family(o, "ogc_gate_coalesced_total", "counter", "Requests answered from another request's upstream call.");
+    prom_sample(o, "ogc_gate_coalesced_total", {}, sum.coalesced);
+    prom_family(o, "ogc_gate_upstream_latency_seconds", "histogram", "Time to the upstream's complete response.");
     std::uint64_t cum = 0;
     for (std::size_t i = 0; i < kNumBounds; ++i) {
         cum += sum.latency_counts[i];
-        o << "ogc_gate_upstream_latency_seconds_bucket{le=\"" << kBounds[i] << "\"} " << cum << "\n";
+        std::string le;
+        prom_number(le, kBounds[i]);
+        prom_sample(o, "ogc_gate_upstream_latency_seconds_bucket", {{"le", le}}, cum);
     }
     cum += sum.latency_counts[kNumBounds];
-    o << "ogc_gate_upstream_latency_seconds_bucket{le=\"+Inf\"} " << cum << "\n"
-      << "ogc_gate_upstream_latency_seconds_sum " << sum.latency_sum << "\n"
-      << "ogc_gate_upstream_latency_seconds_count " << sum.latency_n << "\n"
-      << "# HELP ogc_gate_upstream_failures_total Upstream connections or responses that failed.\n"
-         "# TYPE ogc_gate_upstream_failures_total counter\n"
-      << "ogc_gate_upstream_failures_total " << sum.upstream_failures << "\n"
-      << "# HELP ogc_gate_bucket_keys Keys held in the bucket table.\n"
-         "# TYPE ogc_gate_bucket_keys gauge\n"
-      << "ogc_gate_bucket_keys " << bucket_keys << "\n";
-    return o.str();
+    prom_sample(o, "ogc_gate_upstream_latency_seconds_bucket", {{"le", "+Inf"}}, cum);
+    prom_sample(o, "ogc_gate_upstream_latency_seconds_sum", {}, sum.latency_sum);
+    prom_sample(o, "ogc_gate_upstream_latency_seconds_count", {}, sum.latency_n);
+    prom_family(o, "ogc_gate_upstream_failures_total", "counter", "Upstream connections or responses that failed.");
+    prom_sample(o, "ogc_gate_upstream_failures_total", {}, sum.upstream_failures);
+    prom_family(o, "ogc_gate_bucket_keys", "gauge", "Keys held in the bucket table.");
+    prom_sample(o, "ogc_gate_bucket_keys", {}, static_cast<std::uint64_t>(bucket_keys));
+    return o;
 }
 
 }  // namespace ot::gate

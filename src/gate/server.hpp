@@ -1,15 +1,16 @@
-// The I/O shell around the pure decision: accepts connections (public and
-// admin listeners), reads requests with header/body/idle limits, asks
-// assess → buckets → decide → coalescer → concurrency slot → upstream
-// (pooled keep-alive connections, bodies streamed), writes one JSON log line
-// per request. Beast, one io_context per I/O thread; what a request touches
-// on its way (config snapshot, log buffer, metrics shard, upstream pool) is
-// kept per thread, so two threads meet only on the bucket table.
+// The process around the sessions: the listeners (public and admin) with
+// their connection limits and descriptor back-off, the I/O threads, config
+// reloads, draining and the log writer. Beast, one io_context per I/O
+// thread; what a request touches on its way (config snapshot, log buffer,
+// metrics shard, upstream pool) is kept per thread, so two threads meet only
+// on the bucket table and the connection counts. A connection is a Session
+// (session.hpp).
 #pragma once
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <memory>
 #include <mutex>
@@ -22,18 +23,12 @@
 #include "gate/concurrency.hpp"
 #include "gate/upstream_pool.hpp"
 #include "gate/config.hpp"
+#include "gate/conn_limits.hpp"
+#include "gate/log_writer.hpp"
 #include "gate/metrics.hpp"
+#include "gate/upstream_url.hpp"
 
 namespace ot::gate {
-
-struct Upstream {
-    std::string host;
-    std::string port;
-    std::string prefix;  // path prefix, "" for none
-};
-// "http://host:port[/prefix]"; throws std::runtime_error.
-Upstream parse_upstream(const std::string& url);
-boost::asio::ip::tcp::endpoint parse_listen(const std::string& hostport);
 
 class Gate {
 public:
@@ -61,15 +56,24 @@ public:
     UpstreamPool& pool(unsigned worker) { return *pools_[worker]; }
     std::size_t idle_upstream() const;
     const Upstream& upstream() const { return upstream_; }
-    // Appends one line to the thread's log buffer; the buffer is written
-    // (one write(2) under a lock) once the thread has run what is ready, so a
-    // busy thread logs many requests per system call and a quiet one at once.
-    void log_line(unsigned worker, std::string line);
+    // Appends one line to the thread's log buffer; the buffer goes to the
+    // log writer thread once the thread has run what is ready, so a busy
+    // thread hands over many requests at a time and a quiet one at once, and
+    // no I/O thread ever waits on write(2).
+    void log_line(unsigned worker, std::string_view line);
+    std::uint64_t log_dropped_bytes() const { return log_writer_.dropped_bytes(); }
     bool draining() const { return draining_; }
     // Requests under way on thread `worker` (a counter per thread: one
     // shared by all would be written from every core on every request).
     std::atomic<int>& inflight(unsigned worker) { return per_thread_[worker]->inflight; }
     int inflight_total() const;
+    ConnLimits& conn_limits() { return conn_limits_; }
+    std::uint64_t accept_backoffs() const { return accept_backoffs_.load(); }
+    std::uint64_t handler_faults() const { return handler_faults_.load(); }
+    void count_fault() { handler_faults_++; }
+    // The global connection limit in force (configured, or derived from the
+    // descriptor limit), fixed at start.
+    std::size_t max_connections() const { return max_connections_; }
 
 private:
     struct alignas(64) PerThread {
@@ -80,8 +84,16 @@ private:
         std::atomic<int> inflight{0};
     };
     void flush_log(unsigned worker);
-    void write_log(const std::string& text);
-    void accept(boost::asio::ip::tcp::acceptor& a, bool admin);
+    struct Listener {
+        explicit Listener(boost::asio::io_context& ioc);
+        boost::asio::ip::tcp::acceptor acceptor;
+        boost::asio::steady_timer backoff;
+        bool admin = false;
+    };
+    using ClientSocketT = boost::asio::ip::tcp::socket::rebind_executor<boost::asio::io_context::executor_type>::other;
+    void accept(Listener& l);
+    void admit(ClientSocketT s, bool admin, unsigned worker);
+    void out_of_descriptors(Listener& l);
     boost::asio::io_context& ioc_;
     std::vector<std::unique_ptr<boost::asio::io_context>> workers_;
     std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
@@ -96,8 +108,12 @@ private:
     Coalescer coalescer_;
     Slots slots_;
     std::vector<std::unique_ptr<UpstreamPool>> pools_;  // one per worker
-    boost::asio::ip::tcp::acceptor public_, admin_;
-    std::mutex log_mu_;
+    Listener public_, admin_;
+    ConnLimits conn_limits_;
+    std::size_t max_connections_ = 0;
+    int spare_fd_ = -1;  // given up at EMFILE to accept (and turn away) one connection
+    std::atomic<std::uint64_t> accept_backoffs_{0}, handler_faults_{0};
+    LogWriter log_writer_{1};  // stdout
     std::atomic<bool> draining_{false};
 };
 

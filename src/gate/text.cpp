@@ -176,4 +176,36 @@ std::string xml_escape(std::string_view s) { return escape_xml(s, true); }
 
 std::string xml_escape_text(std::string_view s) { return escape_xml(s, false); }
 
+std::string echo_value(std::string_view s, std::size_t max_bytes) {
+    std::string out;
+    out.reserve(std::min(s.size(), max_bytes));
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t len = 0;
+        std::uint32_t cp = 0;
+        if (c < 0x80) len = 1, cp = c;
+        else if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+        bool ok = len > 0 && i + len <= s.size();
+        for (std::size_t k = 1; ok && k < len; ++k) {
+            const auto d = static_cast<unsigned char>(s[i + k]);
+            if ((d & 0xC0) != 0x80) ok = false;
+            else cp = (cp << 6) | (d & 0x3F);
+        }
+        // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+        if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+                   (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF))
+            ok = false;
+        if (ok && cp < 0x20 && cp != '\t') ok = false;
+        const std::size_t take = ok ? len : 1;
+        if (out.size() + (ok ? len : 1) > max_bytes) break;
+        if (ok) out.append(s.substr(i, len));
+        else out += '?';
+        i += take;
+    }
+    return out;
+}
+
 }  // namespace ot::gate

@@ -28,6 +28,12 @@ std::optional<double> parse_double(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char sep);
 std::string_view trim(std::string_view s);
 
+// A client's value echoed in a message: at most max_bytes, cut only between
+// whole UTF-8 characters, with bytes that are not well-formed UTF-8 (and
+// control characters XML 1.0 cannot carry) as '?', so the report stays
+// well-formed XML and JSON.
+std::string echo_value(std::string_view s, std::size_t max_bytes);
+
 // For XML text and attribute values.
 std::string xml_escape(std::string_view s);
 // For element text: quotes stay as they are (readable where a client prints

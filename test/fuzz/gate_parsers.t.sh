@@ -24,6 +24,11 @@ for s in \
 done
 printf '\001\n<GetFeature service="WFS" version="1.1.0" maxFeatures="5"><Query/></GetFeature>' >"$work/corpus/xml"
 printf '\003search\n{"limit": 100, "bbox": [0,0,1,1]}' >"$work/corpus/json"
+# The address parsers (upstream URL, listen address).
+printf '\000http://[::1]:8080/cgi-bin/mapserv' >"$work/corpus/upstream6"
+printf '\000http://map.example:80/wms//' >"$work/corpus/upstream"
+printf '\000[::1]:8001' >"$work/corpus/listen6"
+printf '\000127.0.0.1:8000' >"$work/corpus/listen"
 
 build/fuzz/gate_parsers -artifact_prefix="$work/" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=1024 \
   -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1

@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes through the gate's request parsers, caps,
-// pricing, exception rendering and the coalescing key. The first byte picks the method and
+// pricing, exception rendering, the coalescing key and the address parsers. The first byte picks the method and
 // content type; the rest splits at the first newline into target and body.
 // Property: what the gate forwards is a fixed point. Parsed again, the
 // canonical request is accepted with the same service, operation, price
@@ -15,6 +15,7 @@
 #include "gate/kvp.hpp"
 #include "gate/path.hpp"
 #include "gate/text.hpp"
+#include "gate/upstream_url.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
@@ -60,6 +61,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)ot::gate::percent_decode(rest, sel & 16);
     (void)ot::gate::parse_double(rest);
     (void)ot::gate::parse_cidr(rest);
+    // The address parsers throw std::runtime_error and nothing else; what
+    // they accept they read back the same way.
+    try {
+        const ot::gate::Upstream u = ot::gate::parse_upstream(rest);
+        if (u.host.empty() || u.port.empty()) __builtin_trap();
+        const std::string again = "http://" + (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                                  u.port + u.prefix;
+        const ot::gate::Upstream v = ot::gate::parse_upstream(again);
+        if (v.host != u.host || v.port != u.port || v.prefix != u.prefix) __builtin_trap();
+    } catch (const std::runtime_error&) {
+    }
+    try {
+        (void)ot::gate::parse_listen(rest);
+    } catch (const std::runtime_error&) {
+    }
+    (void)ot::gate::echo_value(rest, sel);
     (void)ot::gate::client_address({{"X-Forwarded-For", rest}}, *ot::gate::parse_ip("10.0.0.1"),
                                    {*ot::gate::parse_cidr("10.0.0.0/8")});
     return 0;

@@ -2,6 +2,9 @@
 #include <gd.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "gate/decision.hpp"
 #include "gate/inimage.hpp"
 
@@ -97,4 +100,30 @@ TEST(InImage, DecideRefusesWithAnImage) {
     EXPECT_EQ(d.response.status, 429);
     EXPECT_EQ(d.response.content_type, "image/png");
     EXPECT_EQ(decode_png(d.response.body).w, 64);
+}
+
+// An INIMAGE refusal cost ~10x an XML one to draw: the same refusal asked
+// for again is served from the cache, and fresh drawing is bounded.
+TEST(InImage, RepeatedRefusalsAreNotDrawnAgain) {
+    const Config c;
+    const std::uint64_t before = inimage_draws();
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(render_in_image(wms("&EXCEPTIONS=INIMAGE"), c, "Cached refusal.", 429));
+    EXPECT_EQ(inimage_draws() - before, 1u);
+    const auto a = render_in_image(wms("&EXCEPTIONS=INIMAGE"), c, "Cached refusal.", 429);
+    const auto b = render_in_image(wms("&EXCEPTIONS=INIMAGE"), c, "Another text.", 429);
+    ASSERT_TRUE(a && b);
+    EXPECT_NE(a->body, b->body) << "the text is part of the key";
+}
+
+TEST(InImage, FreshDrawingIsBoundedPerSecond) {
+    Config c;
+    int drawn = 0, refused = 0;
+    // 2000 x 2000 = 4 Mpx each, all different texts: the budget runs out.
+    for (int i = 0; i < 40; ++i) {
+        const auto r = render_in_image(wms("&EXCEPTIONS=INIMAGE", "WIDTH=2000&HEIGHT=2000"), c, "text " + std::to_string(i), 429);
+        (r ? drawn : refused)++;
+    }
+    EXPECT_GT(drawn, 0);
+    EXPECT_GT(refused, 0) << "past the drawing budget the XML report stands";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // refilled for the tests after this one
 }

@@ -93,6 +93,15 @@ TEST(Kvp, WmtsTileMatrixZoom) {
     EXPECT_EQ(r.dialect, Dialect::Ows11);
 }
 
+// A TileMatrix without a trailing number was priced as zoom 0 (the cheapest).
+TEST(Kvp, WmtsTileMatrixWithoutZoomIsRefused) {
+    for (const char* tm : {"EPSG:3857:z", "top", "12a", ""}) {
+        auto r = get(std::string("/?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=") + tm + "&TILEROW=1&TILECOL=2");
+        EXPECT_FALSE(r.zoom) << tm;
+        EXPECT_FALSE(r.problem.empty()) << tm;
+    }
+}
+
 TEST(Kvp, WcsVersions) {
     EXPECT_EQ(get("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=1.0.0").dialect, Dialect::Wfs100);
     EXPECT_EQ(get("/?SERVICE=WCS&REQUEST=GetCoverage&VERSION=2.0.1").dialect, Dialect::Ows11);

@@ -2,7 +2,8 @@
 # request line and headers it received as text/plain. Paths starting with
 # /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests).
 # /fail waits 0.5 s and hangs up without an answer; /notmodified answers 304;
-# /big?n=N sends N bytes of body; /chunked answers in chunks. With ECHO_LOG set, each request line is
+# /big?n=N sends N bytes of body; /chunked answers in chunks; a path with
+# 'setcookie' in it answers with a Set-Cookie. With ECHO_LOG set, each request line is
 # appended to that file (to count upstream calls).
 # Usage: python3 echo_upstream.py PORT
 import os, sys, time
@@ -54,10 +55,12 @@ class H(BaseHTTPRequestHandler):
         out = ('%s %s\n' % (self.command, self.path)).encode() + bytes(self.headers) + b'\n' + body
         self.send_response(200)
         self.send_header('Content-Type', 'text/plain')
+        if 'setcookie' in self.path:
+            self.send_header('Set-Cookie', 'sess=abc123; Path=/')
         self.send_header('Content-Length', str(len(out)))
         self.end_headers()
         self.wfile.write(out)
-    do_GET = do_POST = do_HEAD = _answer
+    do_GET = do_POST = do_HEAD = do_OPTIONS = do_TRACE = _answer
     def log_message(self, *a):
         pass
 

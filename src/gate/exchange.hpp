@@ -1,0 +1,37 @@
+// Everything one request/response exchange knows, as one value: a
+// kept-alive connection starts each request with `ex = Exchange{}`, so no
+// field can be forgotten by a hand-kept reset list (an error answer once
+// carried the previous request's X-Request-Id that way).
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "core/gcra.hpp"
+#include "gate/decision.hpp"
+
+namespace ot::gate {
+
+struct Exchange {
+    using Clock = std::chrono::steady_clock;
+    Assessment assessment;
+    Decision decision;
+    std::string method;  // as sent ("" when the request could not be read)
+    std::string request_id;
+    std::string identity_hash, tier;
+    std::string upstream_error;  // logged beside the verdict
+    std::optional<std::string> flight_key;  // set while leading a flight
+    std::string slot_class, bucket_key;
+    core::Budget budget{1, 1};
+    double refunded = 0;
+    unsigned status_sent = 0, upstream_status = 0;
+    std::size_t body_bytes = 0;  // upstream body relayed
+    bool coalesced = false, retried = false, reused = false;
+    bool holding_slot = false;
+    bool keep_alive = false;
+    bool counted = false;  // in the in-flight count, not yet logged
+    bool upstream_tried = false;  // up_started is meaningful
+    Clock::time_point started{}, up_started{};
+};
+
+}  // namespace ot::gate

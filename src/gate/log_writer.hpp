@@ -1,0 +1,41 @@
+// The access log's writer thread. I/O threads hand it their batched lines
+// (a memcpy under a lock) and go on; only this thread calls write(2), so a
+// slow reader of stdout (a full pipe, a stalled journald) slows the log,
+// never the requests. What piles up beyond `max_pending` bytes is dropped
+// and counted rather than held without bound.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace ot::gate {
+
+class LogWriter {
+public:
+    explicit LogWriter(int fd, std::size_t max_pending = 16u << 20);
+    ~LogWriter();  // writes what is pending, then stops
+    LogWriter(const LogWriter&) = delete;
+    LogWriter& operator=(const LogWriter&) = delete;
+    void submit(std::string_view text);
+    // Blocks until everything submitted so far has been written (or failed).
+    void drain();
+    std::uint64_t dropped_bytes() const { return dropped_.load(); }
+
+private:
+    void run();
+    const int fd_;
+    const std::size_t max_pending_;
+    std::mutex mu_;
+    std::condition_variable wake_, done_;
+    std::string pending_;
+    std::uint64_t submitted_ = 0, written_ = 0;  // batches
+    bool stop_ = false;
+    std::atomic<std::uint64_t> dropped_{0};
+    std::thread thread_;
+};
+
+}  // namespace ot::gate

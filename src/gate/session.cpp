@@ -1,0 +1,374 @@
+// The client side of a connection: reading, the idle timeout, the policy
+// (assess → bucket → decide), the gate's own answers and the access log.
+#include "gate/session.hpp"
+
+#include <array>
+#include <iostream>
+#include <random>
+
+#include "gate/access_log.hpp"
+#include "gate/decision.hpp"
+#include "gate/http_head.hpp"
+#include "gate/identity.hpp"
+#include "gate/log_line.hpp"
+
+namespace ot::gate {
+
+std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+std::int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool hop_by_hop(beast::string_view name) {
+    for (const char* h : {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+                          "te", "trailer", "transfer-encoding", "upgrade", "expect"})
+        if (beast::iequals(name, h)) return true;
+    return false;
+}
+
+namespace {
+
+bool valid_request_id(std::string_view s) {
+    if (s.empty() || s.size() > 128) return false;
+    for (char c : s) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                        c == '_' || c == '.' || c == ':';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+std::string mint_request_id() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id(32, '0');
+    for (int half = 0; half < 2; ++half) {
+        std::uint64_t v = rng();
+        for (int i = 15; i >= 0; --i, v >>= 4) id[static_cast<std::size_t>(half * 16 + i)] = kHex[v & 0xf];
+    }
+    return id;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr const char* kAllow = "GET, HEAD, POST, OPTIONS";
+
+}  // namespace
+
+Session::Session(ClientSocket s, Gate& g, bool admin, unsigned worker, ConnLimits::Ticket ticket, bool probe_only)
+    : socket_(std::move(s)), idle_timer_(socket_.get_executor()), gate_(g), admin_(admin), probe_only_(probe_only),
+      worker_(worker), ticket_(std::move(ticket)) {
+    beast::error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    if (!ec) peer_ = parse_ip(ep.address().to_string()).value_or(IpAddr{});
+    socket_.set_option(tcp::no_delay(true), ec);
+}
+
+Session::~Session() {
+    // A session that dies mid-exchange (its client gone while it queued or
+    // led a flight) must not keep a slot or strand its flight's waiters.
+    try {
+        release_slot();
+        finish_flight({FlightResult::Kind::UpstreamError, nullptr, false, "leader's connection ended"});
+    } catch (...) {
+    }
+}
+
+void Session::fault(const char* what) noexcept {
+    gate_.count_fault();
+    try {
+        std::cerr << "ogc-gate: request " << ex_.request_id << ": exception in a handler: " << what << "\n";
+    } catch (...) {
+    }
+    if (faulted_) {
+        beast::error_code ignored;
+        socket_.close(ignored);
+        return;
+    }
+    faulted_ = true;
+    try {
+        ex_.upstream_error = std::string("internal: ") + what;
+        drop_upstream();
+        release_slot();
+        finish_flight({FlightResult::Kind::UpstreamError, nullptr, false, "internal error"});
+        if (ex_.status_sent == 0 && ex_.counted) {
+            // Nothing said yet: a proper answer, and the connection ends.
+            ex_.keep_alive = false;
+            const bool upstream = ex_.upstream_tried;
+            plain(upstream ? 502 : 500, upstream ? "bad gateway (internal error)" : "internal error", "error");
+            faulted_ = false;
+            return;
+        }
+    } catch (...) {
+    }
+    // Half an answer out (or none possible): all that is left is to end it.
+    beast::error_code ignored;
+    socket_.close(ignored);
+    try {
+        finished();
+    } catch (...) {
+    }
+}
+
+// --- the client's idle timeout ------------------------------------------
+// One timer per connection, moved lazily: each client read or write only
+// pushes deadline_ forward, and the timer, when it fires early, waits again
+// for the rest. (A timer per I/O operation, as beast::tcp_stream keeps, cost
+// a timer-queue insert and a cancelled completion per request.) It only
+// counts while client I/O is pending: waiting for the upstream is the
+// upstream's timeout.
+void Session::client_io(double seconds) {
+    deadline_ = Clock::now() + ms(seconds);
+    io_pending_ = true;
+    if (!timer_armed_) arm_idle_timer();
+}
+
+void Session::arm_idle_timer() {
+    timer_armed_ = true;
+    idle_timer_.expires_at(deadline_);
+    idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+        if (auto self = weak.lock()) self->guard([&] { self->on_idle_timer(ec); });
+    });
+}
+
+void Session::on_idle_timer(beast::error_code ec) {
+    timer_armed_ = false;
+    if (ec || !io_pending_ || !socket_.is_open()) return;
+    if (Clock::now() < deadline_) return arm_idle_timer();  // moved on meanwhile: wait the rest
+    // Too slow: the pending read or write completes with operation_aborted.
+    timed_out_ = true;
+    beast::error_code ignored;
+    socket_.close(ignored);
+}
+
+void Session::read() {
+    cfg_ = gate_.config(worker_);
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(cfg_->limits.header_bytes));
+    parser_->body_limit(cfg_->limits.body_bytes);
+    // A connection taken from the probe reserve gets little time.
+    client_io(probe_only_ ? std::min(2.0, cfg_->limits.idle_timeout_s) : cfg_->limits.idle_timeout_s);
+    http::async_read_header(socket_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->guard([&] {
+            if (ec || self->parser_->is_done()) return self->on_read(ec);
+            self->read_body();
+        });
+    });
+}
+
+// curl and others wait (about a second) for "100 Continue" before sending a
+// body they announced with Expect; a too-large one is refused before it is sent.
+void Session::read_body() {
+    const auto& h = parser_->get();
+    if (beast::iequals(h[http::field::expect], "100-continue")) {
+        if (h.has_content_length() && parser_->content_length() && *parser_->content_length() > cfg_->limits.body_bytes)
+            return on_read(http::error::body_limit);
+        auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+        return http::async_write(socket_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+            self->guard([&] {
+                if (ec) return self->on_read(ec);
+                self->read_rest();
+            });
+        });
+    }
+    read_rest();
+}
+
+void Session::read_rest() {
+    http::async_read(socket_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->guard([&] { self->on_read(ec); });
+    });
+}
+
+void Session::take_request_id(const http::fields& f) {
+    const auto incoming = f["X-Request-Id"];
+    ex_.request_id = valid_request_id(std::string_view(incoming.data(), incoming.size())) ? std::string(incoming)
+                                                                                          : mint_request_id();
+}
+
+// A fresh slate per request on a kept-alive connection: one assignment.
+void Session::begin_exchange() {
+    release_slot();
+    finish_flight({FlightResult::Kind::UpstreamError, nullptr, false, "superseded"});
+    ex_ = Exchange{};
+    ex_.started = Clock::now();
+    gate_.inflight(worker_)++;
+    ex_.counted = true;
+    req_ = {};  // an unreadable request must not answer as the previous one (HEAD) did
+}
+
+void Session::on_read(beast::error_code ec) {
+    client_io_done();
+    if (timed_out_ || ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset || ec == asio::error::eof)
+        return close();
+    begin_exchange();
+    if (ec) {
+        // The id this request sent, if its field was read whole (the parser
+        // stores only complete fields, even when it stops later); else a new one.
+        if (parser_) {
+            take_request_id(parser_->get());
+            ex_.method = std::string(parser_->get().method_string());
+        } else {
+            ex_.request_id = mint_request_id();
+        }
+        if (ec == http::error::body_limit)
+            return plain(413, "request body larger than " + std::to_string(cfg_->limits.body_bytes) + " bytes", "invalid");
+        if (ec == http::error::header_limit)
+            return plain(431, "request header larger than " + std::to_string(cfg_->limits.header_bytes) + " bytes",
+                         "invalid");
+        return plain(400, "malformed HTTP request", "invalid");
+    }
+    req_ = parser_->release();
+    ex_.method = std::string(req_.method_string());
+    take_request_id(req_);
+    ex_.keep_alive = req_.keep_alive() && !gate_.draining() && !probe_only_;
+    // RFC 9112 3.2: a 1.1 request without Host, or with two, is a 400 — two
+    // would let the gate and the upstream read different virtual hosts.
+    const std::size_t hosts = req_.count(http::field::host);
+    if (hosts > 1 || (hosts == 0 && req_.version() >= 11)) {
+        ex_.keep_alive = false;
+        return plain(400, hosts ? "more than one Host header" : "HTTP/1.1 request without a Host header", "invalid");
+    }
+    if (admin_) return admin();
+    handle();
+}
+
+// Every Cookie header, joined as MapServer's CGI environment sees them.
+std::string Session::cookies() const {
+    std::string c;
+    for (const auto& f : req_)
+        if (f.name() == http::field::cookie) {
+            if (!c.empty()) c += "; ";
+            c.append(f.value().data(), f.value().size());
+        }
+    return c;
+}
+
+void Session::handle() {
+    const std::string_view target(req_.target().data(), req_.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/healthz" || path == "/livez") return plain(200, "ok", "health");
+    if (path == "/readyz") return ready();
+    if (probe_only_) {
+        ex_.keep_alive = false;
+        return plain(503, "the gate is at its connection limit; retry later", "limited");
+    }
+    // TRACE would echo credentials back; OPTIONS is answered here (the gate
+    // decides what reaches the map server, and an OPTIONS costs it nothing
+    // to answer). Neither goes upstream.
+    if (req_.method() == http::verb::options) {
+        ex_.decision.verdict = "options";
+        return respond(204, {}, {}, {{"Allow", kAllow}});
+    }
+    if (req_.method() == http::verb::trace || req_.method() == http::verb::connect) {
+        ex_.decision.verdict = "invalid";
+        return respond(405, "text/plain; charset=utf-8", "method not allowed\n", {{"Allow", kAllow}});
+    }
+
+    HttpIn in{std::string(req_.method_string()), std::string(target), std::string(req_[http::field::content_type]),
+              req_.body(), cookies()};
+    if (in.target.empty() || in.target[0] != '/')
+        return plain(400, "only origin-form request targets are accepted", "invalid");
+    const Config& c = *cfg_;
+    ex_.assessment = assess(in, c);
+    HeaderList headers;
+    for (const auto& f : req_) headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    const Identity id = identify(headers, peer_, c);
+    ex_.identity_hash = id.hash;
+    ex_.tier = id.tier;
+    const Tier& tier = c.tier(id.tier);
+    std::optional<core::SpendResult> spent;
+    if (ex_.assessment.needs_budget(c.shadow))
+        spent = gate_.buckets().spend(id.key, ex_.assessment.price.cost, tier.budget, now_us());
+    ex_.decision = decide(in, ex_.assessment, tier, spent, c);
+    if (!ex_.decision.forward) {
+        const Response& r = ex_.decision.response;
+        return respond(r.status, r.content_type, r.body, r.headers);
+    }
+    ex_.bucket_key = id.key;
+    ex_.budget = tier.budget;
+    // Only after the budget said yes: joining a flight is no free ride.
+    ex_.flight_key = coalesce_key(in, ex_.assessment.req, headers, c);
+    forward(in);
+}
+
+void Session::plain(int status, const std::string& text, const std::string& verdict) {
+    ex_.decision.verdict = verdict;
+    respond(status, "text/plain; charset=utf-8", text + "\n", {});
+}
+
+// The gate's own answer: written straight into head_ (the fields Beast
+// would have set: Content-Length, and Connection: close when the connection
+// ends). A HEAD request gets the head only.
+void Session::respond(int status, std::string_view type, std::string_view body, const HeaderList& headers) {
+    ex_.status_sent = static_cast<unsigned>(status);
+    const bool again = ex_.keep_alive && !gate_.draining();
+    HeadWriter w(head_, 11, static_cast<unsigned>(status));
+    w.field("Server", "ogc-gate");
+    if (!type.empty()) w.field("Content-Type", type);
+    for (const auto& [k, v] : headers) w.field(k, v);
+    if (status != 204) w.field("Content-Length", body.size());
+    w.field("X-Request-Id", ex_.request_id);
+    if (!again) w.field("Connection", "close");
+    w.end();
+    if (req_.method() == http::verb::head) body_.clear();
+    else body_.assign(body.data(), body.size());
+    write_reply(again);
+}
+
+void Session::write_reply(bool again) {
+    client_io(cfg_->limits.idle_timeout_s);
+    const std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::buffer(body_)};
+    asio::async_write(socket_, bufs, [self = shared_from_this(), again](beast::error_code ec, std::size_t) {
+        self->guard([&] {
+            self->client_io_done();
+            self->finished();
+            if (ec || !again) return self->close();
+            self->read();
+        });
+    });
+}
+
+void Session::finished() {
+    release_relay_buffers();
+    if (!ex_.counted) return;
+    ex_.counted = false;
+    gate_.inflight(worker_)--;
+    if (admin_ || ex_.decision.verdict == "health") return;
+    gate_.metrics().request(worker_, std::string(log_class(ex_)), ex_.decision.verdict, ex_.decision.charged);
+    const std::string ts = iso_now_ms();
+    LogTimes t{seconds_since(ex_.started) * 1000, ex_.upstream_tried ? seconds_since(ex_.up_started) * 1000 : 0.0, ts};
+    gate_.log_line(worker_, access_log_line(ex_, t));
+}
+
+void Session::close() {
+    finished();
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+}
+
+void Session::ready() {
+    ex_.decision.verdict = "health";
+    const Upstream& u = gate_.upstream();
+    probe_ = std::make_unique<beast::tcp_stream>(socket_.get_executor());
+    probe_->expires_after(std::chrono::seconds(2));
+    probe_resolver_ = std::make_unique<tcp::resolver>(socket_.get_executor());
+    probe_resolver_->async_resolve(
+        u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
+            self->guard([&] {
+                if (ec) return self->plain(503, "upstream not resolvable", "health");
+                self->probe_->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
+                    self->guard([&] {
+                        beast::error_code ignored;
+                        self->probe_->socket().close(ignored);
+                        if (ec2) return self->plain(503, "upstream not reachable", "health");
+                        self->plain(200, "ready", "health");
+                    });
+                });
+            });
+        });
+}
+
+}  // namespace ot::gate

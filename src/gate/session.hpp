@@ -1,0 +1,143 @@
+// One client connection: reads requests (header/body/idle limits), applies
+// the policy (assess → bucket → decide), answers or hands the exchange to
+// the upstream leg, and logs one line per exchange. The per-request state is
+// one value (Exchange) reset by assignment; the upstream leg's own state is
+// UpstreamLeg. The member functions live in three files: session.cpp (the
+// client side and policy), upstream_client.cpp (pool, relay, coalescing,
+// slots, refunds) and admin.cpp (the admin listener's endpoints).
+#pragma once
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/core/flat_static_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gate/conn_limits.hpp"
+#include "gate/exchange.hpp"
+#include "gate/server.hpp"
+
+namespace ot::gate {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+// The I/O thread's own executor type, not the type-erased any_io_executor:
+// every handler of a client connection is dispatched through it.
+using ClientSocket = tcp::socket::rebind_executor<asio::io_context::executor_type>::other;
+using ClientTimer = asio::basic_waitable_timer<Clock, asio::wait_traits<Clock>, asio::io_context::executor_type>;
+
+std::chrono::milliseconds ms(double seconds);
+std::int64_t now_us();
+bool hop_by_hop(beast::string_view name);
+
+// The upstream side of one exchange (see upstream_client.cpp).
+struct UpstreamLeg {
+    std::unique_ptr<beast::tcp_stream> conn;
+    std::unique_ptr<tcp::resolver> resolver;
+    http::request<http::string_body> req;
+    std::optional<beast::flat_static_buffer_base> buf;  // over mem
+    std::unique_ptr<char[]> mem, chunk;                 // relay blocks, held only while relaying
+    std::optional<http::response_parser<http::buffer_body>> parser;
+    std::optional<http::response_serializer<http::buffer_body>> sr;
+    std::string acc;  // the leader's copy of a body small enough to share
+    std::unique_ptr<asio::steady_timer> queue_timer;
+    std::uint64_t queue_ticket = 0;  // while waiting for a slot
+    bool queued = false;
+    bool keep_alive = false, chunked = false, buffering = false;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(ClientSocket s, Gate& g, bool admin, unsigned worker, ConnLimits::Ticket ticket, bool probe_only);
+    ~Session();
+    void start() { guard([&] { read(); }); }
+
+private:
+    // Every completion handler runs its body through guard(): an exception
+    // costs this exchange a 500 (502 once the upstream was asked) and a log
+    // line, never the process.
+    template <class F>
+    void guard(F&& f) noexcept {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            fault(e.what());
+        } catch (...) {
+            fault("unknown exception");
+        }
+    }
+    void fault(const char* what) noexcept;
+
+    // session.cpp
+    void client_io(double seconds);
+    void arm_idle_timer();
+    void client_io_done() { io_pending_ = false; }
+    void on_idle_timer(beast::error_code ec);
+    void read();
+    void read_body();
+    void read_rest();
+    void on_read(beast::error_code ec);
+    void begin_exchange();
+    void take_request_id(const http::fields& f);
+    void handle();
+    std::string cookies() const;
+    void plain(int status, const std::string& text, const std::string& verdict);
+    void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);
+    void write_reply(bool again);
+    void finished();
+    void close();
+    void ready();
+    // admin.cpp
+    void admin();
+    // upstream_client.cpp
+    void forward(const HttpIn& in);
+    void finish_flight(FlightResult r);
+    void on_flight(const FlightResult& r);
+    void acquire_slot();
+    void slot_granted();
+    void release_slot();
+    void busy();
+    void send_upstream();
+    void write_upstream();
+    void upstream_failed(beast::error_code ec);
+    void upstream_error_reply(bool timeout, const std::string& msg);
+    void drop_upstream();
+    void on_upstream_header(beast::error_code ec);
+    void relay_read();
+    void relay_chunk(std::size_t n, bool more);
+    void write_client(const char* data, std::size_t n, bool more);
+    void upstream_broke(beast::error_code ec);
+    void upstream_done();
+    void publish();
+    void respond_shared(const SharedResponse& s, bool check_refund = true, const HeaderList* own = nullptr);
+    void maybe_refund(unsigned status, bool empty_body);
+    void refund(double fraction);
+    void release_relay_buffers();
+
+    ClientSocket socket_;
+    ClientTimer idle_timer_;
+    Clock::time_point deadline_{};
+    bool io_pending_ = false, timer_armed_ = false, timed_out_ = false;
+    Gate& gate_;
+    const bool admin_, probe_only_;
+    const unsigned worker_;  // the I/O thread this connection lives on
+    ConnLimits::Ticket ticket_;
+    IpAddr peer_{};
+    bool faulted_ = false;
+    std::string head_, body_;  // a response written whole (not relayed)
+    beast::flat_buffer buf_;
+    std::shared_ptr<const Config> cfg_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    http::request<http::string_body> req_;
+    http::response<http::string_body> res_;
+    std::unique_ptr<beast::tcp_stream> probe_;  // /readyz's connection test
+    std::unique_ptr<tcp::resolver> probe_resolver_;
+    UpstreamLeg up_;
+    Exchange ex_;
+};
+
+}  // namespace ot::gate

@@ -1,0 +1,413 @@
+// The upstream leg of an exchange: coalescing (lead or wait), the
+// concurrency slot, the pooled keep-alive connection (one retry for a safe
+// request that meets a connection the upstream closed), the relay of the
+// answer in fixed blocks, and refunds.
+#include <cmath>
+
+#include "gate/access_log.hpp"
+#include "gate/decision.hpp"
+#include "gate/http_head.hpp"
+#include "gate/relay_blocks.hpp"
+#include "gate/session.hpp"
+
+namespace ot::gate {
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool safe_method(http::verb v) { return v == http::verb::get || v == http::verb::head; }
+
+}  // namespace
+
+void Session::release_relay_buffers() {
+    up_.buf.reset();
+    give_block(up_.mem);
+    give_block(up_.chunk);
+}
+
+void Session::forward(const HttpIn& in) {
+    const Upstream& u = gate_.upstream();
+    auto& r = up_.req;
+    r = {};
+    r.method_string(in.method);
+    r.target(u.prefix + ex_.decision.target);
+    r.version(11);
+    for (const auto& f : req_)
+        if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "X-Request-Id")) r.insert(f.name_string(), f.value());
+    r.set("X-Request-Id", ex_.request_id);
+    const std::string peer = ip_to_string(peer_);
+    const auto xff = req_["X-Forwarded-For"];
+    r.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
+    r.keep_alive(true);
+    r.body() = ex_.decision.body ? *ex_.decision.body : req_.body();
+    if (!r.body().empty() || req_.has_content_length()) r.prepare_payload();
+    if (ex_.flight_key) {
+        auto self = shared_from_this();
+        auto exe = socket_.get_executor();
+        const bool lead = gate_.coalescer().join(*ex_.flight_key, [self, exe](const FlightResult& fr) {
+            asio::post(exe, [self, fr] { self->guard([&] { self->on_flight(fr); }); });
+        });
+        if (!lead) {
+            ex_.flight_key.reset();
+            ex_.coalesced = true;
+            return;
+        }
+    }
+    acquire_slot();
+}
+
+void Session::finish_flight(FlightResult r) {
+    if (!ex_.flight_key) return;
+    const std::string key = std::move(*ex_.flight_key);
+    ex_.flight_key.reset();
+    gate_.coalescer().finish(key, r);
+}
+
+void Session::on_flight(const FlightResult& r) {
+    switch (r.kind) {
+        case FlightResult::Kind::Response:
+            gate_.metrics().coalesced(worker_);
+            return respond_shared(*r.response);
+        case FlightResult::Kind::UpstreamError: return upstream_error_reply(r.timeout, r.error);
+        case FlightResult::Kind::Busy: return busy();
+        case FlightResult::Kind::Overflow:
+            ex_.coalesced = false;
+            return acquire_slot();
+    }
+}
+
+void Session::acquire_slot() {
+    ex_.slot_class = concurrency_class(ex_.assessment.req, ex_.assessment.price.cost_class, *cfg_);
+    if (ex_.slot_class.empty()) return send_upstream();
+    auto self = shared_from_this();
+    auto exe = socket_.get_executor();
+    std::uint64_t ticket = 0;
+    switch (gate_.slots().acquire(
+        ex_.slot_class, [self, exe] { asio::post(exe, [self] { self->guard([&] { self->slot_granted(); }); }); },
+        &ticket)) {
+        case Slots::Outcome::Granted: ex_.holding_slot = true; return send_upstream();
+        case Slots::Outcome::Full: return busy();
+        case Slots::Outcome::Queued: break;
+    }
+    up_.queued = true;
+    up_.queue_ticket = ticket;
+    up_.queue_timer = std::make_unique<asio::steady_timer>(exe);
+    up_.queue_timer->expires_after(ms(cfg_->concurrency.queue_timeout_s));
+    up_.queue_timer->async_wait([self, ticket, cls = ex_.slot_class](beast::error_code ec) {
+        if (ec) return;
+        // Lost the race to a grant: slot_granted() is already posted.
+        self->guard([&] {
+            if (!self->gate_.slots().cancel(cls, ticket)) return;
+            self->up_.queued = false;
+            self->busy();
+        });
+    });
+}
+
+void Session::slot_granted() {
+    up_.queued = false;
+    ex_.holding_slot = true;
+    if (up_.queue_timer) up_.queue_timer->cancel();
+    send_upstream();
+}
+
+void Session::release_slot() {
+    // Still waiting (the exchange ended some other way): leave the queue, so
+    // a later grant does not answer an exchange that is over.
+    if (up_.queued && gate_.slots().cancel(ex_.slot_class, up_.queue_ticket)) {
+        up_.queued = false;
+        if (up_.queue_timer) up_.queue_timer->cancel();
+    }
+    if (!ex_.holding_slot) return;
+    ex_.holding_slot = false;
+    gate_.slots().release(ex_.slot_class);
+}
+
+void Session::busy() {
+    finish_flight({FlightResult::Kind::Busy, nullptr, false, {}});
+    ex_.decision.verdict = "busy";
+    refund(1.0);
+    const double wait = std::max(1.0, std::ceil(cfg_->concurrency.queue_timeout_s));
+    OgcError e{ErrorKind::Busy, "NoApplicableCode", "",
+               "The map server behind this gate is busy with requests of this kind. Retry after " +
+                   std::to_string(static_cast<int>(wait)) + " s."};
+    const Rendered r = render_refusal(ex_.assessment, e, *cfg_);
+    HeaderList h = ex_.decision.headers;
+    h.push_back({"Retry-After", std::to_string(static_cast<int>(wait))});
+    h.push_back({"Cache-Control", "no-store"});
+    respond(r.status, r.content_type, r.body, h);
+}
+
+void Session::send_upstream() {
+    ex_.up_started = Clock::now();
+    ex_.upstream_tried = true;
+    // Beast reads no more than the buffer's spare capacity: a growing
+    // flat_buffer would take a 20 kB tile in 40 reads of 512 bytes.
+    if (!up_.mem) up_.mem = take_block();
+    if (!up_.chunk) up_.chunk = take_block();
+    up_.buf.emplace(up_.mem.get(), kBlock);
+    up_.sr.reset();
+    up_.parser.reset();
+    auto exe = socket_.get_executor();
+    if (!ex_.retried) {
+        // A GET/HEAD that meets a connection the upstream has closed is
+        // retried (upstream_failed); anything else must not meet one, so
+        // only it pays a system call to look first.
+        const bool safe = safe_method(req_.method());
+        auto conn = gate_.pool(worker_).take(Clock::now(), [safe](const std::unique_ptr<beast::tcp_stream>& c) {
+            return !safe && idle_conn_dead(c->socket().native_handle());
+        });
+        if (conn) {
+            ex_.reused = true;
+            up_.conn = std::move(*conn);
+            return write_upstream();
+        }
+    }
+    ex_.reused = false;
+    const Upstream& u = gate_.upstream();
+    up_.conn = std::make_unique<beast::tcp_stream>(exe);
+    up_.conn->expires_after(ms(cfg_->limits.upstream_connect_timeout_s));
+    up_.resolver = std::make_unique<tcp::resolver>(exe);
+    up_.resolver->async_resolve(
+        u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
+            self->guard([&] {
+                if (ec) return self->upstream_failed(ec);
+                self->up_.conn->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
+                    self->guard([&] {
+                        if (ec2) return self->upstream_failed(ec2);
+                        beast::error_code ignored;
+                        self->up_.conn->socket().set_option(tcp::no_delay(true), ignored);
+                        self->write_upstream();
+                    });
+                });
+            });
+        });
+}
+
+void Session::write_upstream() {
+    up_.conn->expires_after(ms(cfg_->limits.upstream_timeout_s));
+    http::async_write(*up_.conn, up_.req, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->guard([&] {
+            if (ec) return self->upstream_failed(ec);
+            self->up_.parser.emplace();
+            self->up_.parser->body_limit(self->cfg_->limits.upstream_body_bytes);
+            if (self->req_.method() == http::verb::head) self->up_.parser->skip(true);
+            http::async_read_header(*self->up_.conn, *self->up_.buf, *self->up_.parser,
+                                    [self](beast::error_code ec2, std::size_t) {
+                                        self->guard([&] { self->on_upstream_header(ec2); });
+                                    });
+        });
+    });
+}
+
+void Session::upstream_failed(beast::error_code ec) {
+    const bool timeout = ec == beast::error::timeout;
+    // A pooled connection the upstream closed while idle fails before any
+    // answer: one retry on a fresh connection, for requests safe to repeat.
+    if (ex_.reused && !ex_.retried && !timeout && safe_method(req_.method()) && !up_.sr) {
+        ex_.retried = true;
+        drop_upstream();
+        return send_upstream();
+    }
+    drop_upstream();
+    release_slot();
+    gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), true);
+    ex_.upstream_status = 0;
+    // The verdict stays what the policy decided; the failure is logged
+    // beside it (and counted in ogc_gate_upstream_failures_total).
+    const std::string msg = (timeout ? "timeout: " : "") + ec.message();
+    finish_flight({FlightResult::Kind::UpstreamError, nullptr, timeout, msg});
+    upstream_error_reply(timeout, msg);
+}
+
+void Session::upstream_error_reply(bool timeout, const std::string& msg) {
+    ex_.upstream_error = msg;
+    refund(cfg_->refund_fraction);
+    OgcError e{timeout ? ErrorKind::UpstreamTimeout : ErrorKind::UpstreamDown, "NoApplicableCode", "",
+               timeout ? "The map server behind this gate did not answer in time. Try again later or ask for less."
+                       : "The map server behind this gate is not reachable. Try again later."};
+    const Rendered r = render_refusal(ex_.assessment, e, *cfg_);
+    HeaderList h = ex_.decision.headers;
+    h.push_back({"Cache-Control", "no-store"});
+    respond(r.status, r.content_type, r.body, h);
+}
+
+void Session::drop_upstream() {
+    if (!up_.conn) return;
+    beast::error_code ignored;
+    up_.conn->socket().close(ignored);
+    up_.conn.reset();
+}
+
+void Session::on_upstream_header(beast::error_code ec) {
+    if (ec) return upstream_failed(ec);
+    auto& m = up_.parser->get();
+    ex_.upstream_status = m.result_int();
+    up_.keep_alive = m.keep_alive();
+    up_.chunked = up_.parser->chunked();
+    ex_.body_bytes = 0;
+    up_.buffering = false;
+    if (ex_.flight_key) {
+        const auto len = up_.parser->content_length();
+        if (len && *len > cfg_->coalesce.max_body_bytes) finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
+        else up_.buffering = true;
+    }
+    up_.acc.clear();
+    relay_read();
+}
+
+void Session::relay_read() {
+    if (up_.parser->is_done()) return relay_chunk(0, false);
+    auto& b = up_.parser->get().body();
+    b.data = up_.chunk.get();
+    b.size = kBlock;
+    // An inactivity timeout: a 50 MB download may take longer in total.
+    up_.conn->expires_after(ms(cfg_->limits.upstream_timeout_s));
+    http::async_read(*up_.conn, *up_.buf, *up_.parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->guard([&] {
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) return self->upstream_broke(ec);
+            const std::size_t n = kBlock - self->up_.parser->get().body().size;
+            self->relay_chunk(n, !self->up_.parser->is_done());
+        });
+    });
+}
+
+void Session::relay_chunk(std::size_t n, bool more) {
+    ex_.body_bytes += n;
+    if (up_.buffering) {
+        up_.acc.append(up_.chunk.get(), n);
+        if (up_.acc.size() <= cfg_->coalesce.max_body_bytes) {
+            if (more) return relay_read();
+            return publish();
+        }
+        // Too big to share after all: the others fetch their own copy.
+        up_.buffering = false;
+        finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
+        return write_client(up_.acc.data(), up_.acc.size(), more);
+    }
+    write_client(up_.chunk.get(), n, more);
+}
+
+void Session::write_client(const char* data, std::size_t n, bool more) {
+    auto& m = up_.parser->get();
+    if (!up_.sr) {
+        std::vector<std::string> drop;
+        for (const auto& f : m)
+            if (hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
+        for (const auto& d : drop) m.erase(d);
+        m.version(11);
+        for (const auto& [k, v] : ex_.decision.headers) m.set(k, v);
+        m.set("X-Request-Id", ex_.request_id);
+        // An HTTP/1.0 client cannot read chunks: the end of its body is the
+        // end of the connection.
+        if (up_.chunked && req_.method() != http::verb::head) {
+            if (req_.version() >= 11) m.chunked(true);
+            else ex_.keep_alive = false;
+        }
+        m.keep_alive(ex_.keep_alive && !gate_.draining());
+        ex_.status_sent = m.result_int();
+        up_.sr.emplace(m);
+    }
+    auto& b = m.body();
+    b.data = const_cast<char*>(data);
+    b.size = n;
+    b.more = more;
+    client_io(cfg_->limits.idle_timeout_s);
+    http::async_write(socket_, *up_.sr, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
+        self->guard([&] {
+            self->client_io_done();
+            if (ec == http::error::need_buffer) ec = {};
+            if (!self->up_.acc.empty()) std::string().swap(self->up_.acc);
+            if (ec) {
+                // The client left mid-body: nothing more can be said to it.
+                self->drop_upstream();
+                self->release_slot();
+                self->ex_.upstream_error = "client gone: " + ec.message();
+                return self->close();
+            }
+            if (more) return self->relay_read();
+            self->upstream_done();
+            const bool again = self->up_.parser->get().keep_alive();
+            self->finished();
+            if (!again) return self->close();
+            self->read();
+        });
+    });
+}
+
+void Session::upstream_broke(beast::error_code ec) {
+    if (!up_.sr) return upstream_failed(ec);  // nothing sent yet: a proper error answer
+    drop_upstream();
+    release_slot();
+    gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), true);
+    ex_.upstream_error = "upstream broke off mid-body: " + ec.message();
+    close();
+}
+
+void Session::upstream_done() {
+    gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), false);
+    if (up_.conn && up_.keep_alive && up_.parser->is_done() && up_.buf->size() == 0) {
+        up_.conn->expires_never();
+        gate_.pool(worker_).put(std::move(up_.conn), Clock::now());
+    }
+    drop_upstream();
+    release_slot();
+    maybe_refund(ex_.upstream_status, ex_.body_bytes == 0);
+}
+
+// The leader has the whole (small) body: one copy for every waiter. A
+// Set-Cookie is the leader's own: the waiters get the answer without it,
+// the leader with it.
+void Session::publish() {
+    auto sr = std::make_shared<SharedResponse>();
+    const auto& m = up_.parser->get();
+    sr->status = m.result_int();
+    HeaderList own_cookies;
+    for (const auto& f : m) {
+        if (hop_by_hop(f.name_string())) continue;
+        if (beast::iequals(f.name_string(), "Set-Cookie")) own_cookies.emplace_back("Set-Cookie", std::string(f.value()));
+        else sr->headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    sr->body = std::move(up_.acc);
+    up_.acc.clear();
+    upstream_done();
+    ex_.body_bytes = sr->body.size();
+    finish_flight({FlightResult::Kind::Response, sr, false, {}});
+    respond_shared(*sr, false, &own_cookies);
+}
+
+void Session::respond_shared(const SharedResponse& s, bool check_refund, const HeaderList* own) {
+    res_ = {};
+    res_.result(s.status);
+    res_.version(11);
+    for (const auto& [k, v] : s.headers) res_.insert(k, v);
+    if (own)
+        for (const auto& [k, v] : *own) res_.insert(k, v);
+    res_.body() = s.body;
+    ex_.upstream_status = s.status;
+    if (req_.method() != http::verb::head) res_.prepare_payload();
+    for (const auto& [k, v] : ex_.decision.headers) res_.set(k, v);
+    if (check_refund) maybe_refund(s.status, s.body.empty());
+    ex_.status_sent = res_.result_int();
+    res_.set("X-Request-Id", ex_.request_id);
+    res_.keep_alive(ex_.keep_alive && !gate_.draining());
+    serialize_head(res_.base(), head_);
+    body_ = std::move(res_.body());
+    write_reply(res_.keep_alive());
+}
+
+void Session::maybe_refund(unsigned status, bool empty_body) {
+    const bool empty = empty_body && req_.method() != http::verb::head && status < 300;
+    if (status == 304 || status == 204 || empty || status >= 500) refund(cfg_->refund_fraction);
+}
+
+void Session::refund(double fraction) {
+    if (!(ex_.decision.charged > 0) || ex_.bucket_key.empty() || ex_.refunded > 0) return;
+    ex_.refunded = ex_.decision.charged * fraction;
+    gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
+    gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
+}
+
+}  // namespace ot::gate
