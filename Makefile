@@ -52,6 +52,8 @@ unit: test/unit/run_unit
 
 # The gate and other components add their own targets here.
 -include $(wildcard src/*/component.mk)
+# Shared buckets in Redis: extends the gate's variables, so after component.mk.
+-include src/gate/redis.mk
 
 .PHONY: print-regress
 print-regress:
