@@ -117,11 +117,11 @@ void replay(Fixture& f, Budget b, unsigned seed, int steps) {
     EXPECT_GT(never, 0);
 }
 
-TEST_F(RedisGcra, SameDecisionsAsCoreSmallBudget) { replay(*this, {10, 5}, 1, 400); }
-TEST_F(RedisGcra, SameDecisionsAsCoreGateDefaultTier) { replay(*this, {1000, 100}, 2, 400); }
-TEST_F(RedisGcra, SameDecisionsAsCoreSlowRefill) { replay(*this, {3, 0.01}, 3, 300); }
-TEST_F(RedisGcra, SameDecisionsAsCoreFastRefill) { replay(*this, {500, 100000}, 4, 300); }
-TEST_F(RedisGcra, SameDecisionsAsCoreOddNumbers) { replay(*this, {7.3, 1.7}, 5, 300); }
+TEST_F(RedisGcra, SameDecisionsAsCoreSmallBudget) { replay(*this, {10, 5}, 1, 2000); }
+TEST_F(RedisGcra, SameDecisionsAsCoreGateDefaultTier) { replay(*this, {1000, 100}, 2, 2000); }
+TEST_F(RedisGcra, SameDecisionsAsCoreSlowRefill) { replay(*this, {3, 0.01}, 3, 1500); }
+TEST_F(RedisGcra, SameDecisionsAsCoreFastRefill) { replay(*this, {500, 100000}, 4, 1500); }
+TEST_F(RedisGcra, SameDecisionsAsCoreOddNumbers) { replay(*this, {7.3, 1.7}, 5, 1500); }
 
 TEST_F(RedisGcra, ExactBurstIsAdmittedInOneInstant) {
     // n charges of capacity / n at one instant: all in, the next one out.
