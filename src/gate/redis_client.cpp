@@ -70,7 +70,6 @@ void Client::start_connect() {
 
 void Client::on_connected() {
     state_ = State::Ready;
-    backoff_ms_ = 0;
     boost::system::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     // The handshake goes before whatever was queued while connecting, with
@@ -124,6 +123,9 @@ void Client::read() {
 
 void Client::on_reply(Reply r) {
     if (pending_.empty()) return drop(Failure::Protocol, "reply without a command");
+    // Only an answer proves the server well: a stalled one still accepts
+    // connections, and must not be retried every 20 ms.
+    backoff_ms_ = 0;
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     if (!p.handler) {
