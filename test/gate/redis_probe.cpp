@@ -6,7 +6,12 @@
 //   settle KEY DELTA CAPACITY RATE -> ok=0|1 balance=B failure=F ms=T
 //   connected -> connected=0|1      metrics -> Prometheus text, then END
 // A call not answered within 5 s prints "hang" (the test counts it a failure).
+// With --hammer KEY COST CAPACITY RATE SECS DEPTH instead of commands: DEPTH
+// admits in flight for SECS, then "admitted=N calls=M failed=F start=T0 end=T1"
+// (epoch seconds of the first call and the last answer).
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <future>
 #include <iostream>
@@ -34,9 +39,41 @@ const char* outcome_name(ot::core::SpendOutcome o) {
 
 }  // namespace
 
+namespace {
+
+double epoch_s() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int hammer(BucketStore& store, boost::asio::io_context& ioc, char** a) {
+    const std::string key = a[0];
+    const double cost = std::atof(a[1]), cap = std::atof(a[2]), rate = std::atof(a[3]), secs = std::atof(a[4]);
+    const int depth = std::atoi(a[5]);
+    std::uint64_t admitted = 0, calls = 0, failed = 0, issued = 0;
+    const auto end = Clock::now() + std::chrono::duration<double>(secs);
+    std::function<void()> issue = [&] {
+        ++issued;
+        store.admit(key, cost, {cap, rate}, redis::OnError::Closed, [&](StoreDecision d) {
+            ++calls;
+            if (d.source != StoreDecision::Source::Redis) ++failed;
+            else if (d.spend.outcome == ot::core::SpendOutcome::Allowed) ++admitted;
+            if (Clock::now() < end) issue();
+        });
+    };
+    const double t0 = epoch_s();
+    for (int i = 0; i < depth; ++i) issue();
+    while (calls < issued) ioc.run_one();
+    std::printf("admitted=%llu calls=%llu failed=%llu start=%.6f end=%.6f\n", static_cast<unsigned long long>(admitted),
+                static_cast<unsigned long long>(calls), static_cast<unsigned long long>(failed), t0, epoch_s());
+    return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    if (argc != 3 || std::string(argv[1]) != "--config") {
-        std::cerr << "usage: redis_probe --config FILE.yaml (with a buckets: mapping)\n";
+    const bool hammering = argc == 10 && std::string(argv[3]) == "--hammer";
+    if ((argc != 3 && !hammering) || std::string(argv[1]) != "--config") {
+        std::cerr << "usage: redis_probe --config FILE.yaml [--hammer KEY COST CAPACITY RATE SECS DEPTH]\n";
         return 2;
     }
     StoreConfig cfg;
@@ -47,8 +84,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     boost::asio::io_context ioc;
-    auto guard = boost::asio::make_work_guard(ioc);
     redis::StoreMetrics metrics;
+    if (hammering) {
+        BucketStore store(ioc, cfg, metrics);
+        return hammer(store, ioc, argv + 4);
+    }
+    auto guard = boost::asio::make_work_guard(ioc);
     auto store = std::make_unique<BucketStore>(ioc, cfg, metrics);
     std::thread io([&] { ioc.run(); });
 

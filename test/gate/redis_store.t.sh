@@ -87,6 +87,22 @@ check_eq "the shared key expires with its debt (TTL at most one refill)" 1 \
 r=$(ask a admit key:bob 101 $B map)
 check_eq "a cost above the capacity never fits" "never" "$(field outcome "$r")"
 
+# --- three gates hammer one identity: one budget, not three ---------------------
+# capacity 50, 100/s, cost 1, 3 s: at most 50 + 100 x window + 1 admitted in
+# total, and at least 95% of what the window allows while all three ran.
+for g in 1 2 3; do
+  "$probe" --config "$tmp/a.yaml" --hammer key:mallory 1 50 100 3 8 >"$tmp/h$g" 2>&1 &
+  hp[$g]=$!
+done
+for g in 1 2 3; do wait "${hp[$g]}" || not_ok "hammer $g: every call answered by Redis ($(cat "$tmp/h$g"))"; done
+read -r total first last allrun < <(cat "$tmp"/h1 "$tmp"/h2 "$tmp"/h3 | sed -E 's/[a-z]+=//g' |
+  awk '{ n += $1; if (!f || $4 < f) f = $4; if ($5 > l) l = $5; if ($4 > s) s = $4; if (!e || $5 < e) e = $5 }
+       END { printf "%d %.6f %.6f %.6f\n", n, f, l, e - s }')
+upper=$(awk -v f="$first" -v l="$last" 'BEGIN { printf "%.1f", 50 + 100 * (l - f) + 1 }')
+lower=$(awk -v w="$allrun" 'BEGIN { printf "%.1f", 0.95 * (50 + 100 * w) }')
+check "three gates, one budget: $total admitted <= $upper" le "$total" "$upper"
+check "three gates, no under-admission: $total admitted >= $lower" le "$lower" "$total"
+
 # --- Redis stalled (SIGSTOP): every class gets its policy within the timeout -----
 policies() {  # policies WHAT: the four classes on gate a
   local r
