@@ -54,6 +54,8 @@ unit: test/unit/run_unit
 # (empty) builds and installs the extension alone, as debian/rules does.
 COMPONENTS ?= $(wildcard src/*/component.mk)
 -include $(COMPONENTS)
+# Shared buckets in Redis extend the gate's variables: after its component.mk.
+-include $(if $(filter src/gate/component.mk,$(COMPONENTS)),src/gate/redis.mk)
 
 .PHONY: print-regress
 print-regress:
