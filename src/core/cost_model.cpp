@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/geo.hpp"
 
@@ -48,6 +49,20 @@ const char* cost_class_name(CostClass c) noexcept {
         case CostClass::Worker: return "worker";
     }
     return "unknown";
+}
+
+const char* cost_class_list() noexcept {
+    // Built once (thread-safe static initialisation) from the names above.
+    static const struct List {
+        char text[256];
+        List() noexcept : text{} {
+            for (int i = 0; i < kCostClasses; i++) {
+                if (i > 0) std::strncat(text, ", ", sizeof text - std::strlen(text) - 1);
+                std::strncat(text, cost_class_name(static_cast<CostClass>(i)), sizeof text - std::strlen(text) - 1);
+            }
+        }
+    } list;
+    return list.text;
 }
 
 CostModel default_cost_model() noexcept {

@@ -18,6 +18,8 @@ namespace ot::core {
 enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker };
 inline constexpr int kCostClasses = 11;
 const char* cost_class_name(CostClass c) noexcept;
+// "bbox, radius, …, worker": every class name, for error messages.
+const char* cost_class_list() noexcept;
 
 struct ClassWeights {
     double fixed;          // per request

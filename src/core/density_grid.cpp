@@ -203,76 +203,69 @@ double density_rows(const unsigned char* blob, std::size_t len, double xmin, dou
     return rows;
 }
 
-double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept {
-    View v;
-    if (!open(blob, len, &v)) return -1;
-    const Header& hd = v.h;
-    if (!(hd.total > 0)) return 0;
-    w = std::max(w, 0.0), h = std::max(h, 0.0);
+namespace {
+
+// The finest level whose cells are at least a w × h box, and the box's share of such a cell.
+std::uint32_t level_for(const Header& hd, double w, double h, double* frac) noexcept {
     const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
-    // The finest level whose cells are at least the box.
     std::uint32_t l = 0;
     while (l < hd.levels && W / std::ldexp(1.0, static_cast<int>(l + 1)) >= w &&
            H / std::ldexp(1.0, static_cast<int>(l + 1)) >= h)
         l++;
     const double cell_area = (W / std::ldexp(1.0, static_cast<int>(l))) * (H / std::ldexp(1.0, static_cast<int>(l)));
-    const double frac = std::min(1.0, w * h / cell_area);
-    double sum = 0;
+    *frac = std::min(1.0, std::max(w, 0.0) * std::max(h, 0.0) / cell_area);
+    return l;
+}
+
+// Calls f(rows per level-l cell, rows the stored cell holds) for each stored
+// cell that stands for level l: itself, or a leaf above it spread evenly.
+template <class F>
+void for_each_cell_at(const View& v, std::uint32_t l, F f) noexcept {
     for (std::uint32_t la = 0; la <= l; la++) {
-        for (std::uint32_t i = 0; i < hd.ncells[la]; i++) {
+        for (std::uint32_t i = 0; i < v.h.ncells[la]; i++) {
             std::uint32_t c;
             std::memcpy(&c, v.counts[la] + 4 * i, 4);
             if (la == l)
-                sum += static_cast<double>(c) * c;
-            else if (c <= hd.threshold)  // a leaf above l: uniform over its 4^d cells at l
-                sum += static_cast<double>(c) * c / std::ldexp(1.0, 2 * static_cast<int>(l - la));
+                f(static_cast<double>(c), static_cast<double>(c));
+            else if (c <= v.h.threshold)  // a leaf above l: uniform over its 4^d cells at l
+                f(c / std::ldexp(1.0, 2 * static_cast<int>(l - la)), static_cast<double>(c));
         }
     }
-    return sum / hd.total * frac;
+}
+
+}  // namespace
+
+double density_rows_around(const unsigned char* blob, std::size_t len, double w, double h) noexcept {
+    View v;
+    if (!open(blob, len, &v)) return -1;
+    if (!(v.h.total > 0)) return 0;
+    double frac;
+    const std::uint32_t l = level_for(v.h, w, h, &frac);
+    // Σ over rows of the rows in their cell: Σ_cells density × rows.
+    double sum = 0;
+    for_each_cell_at(v, l, [&](double d, double rows) { sum += d * rows; });
+    return sum / v.h.total * frac;
 }
 
 double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept {
     View v;
     if (!open(blob, len, &v)) return -1;
-    const Header& hd = v.h;
-    if (!(hd.total > 0)) return 0;
-    w = std::max(w, 0.0), h = std::max(h, 0.0);
+    if (!(v.h.total > 0)) return 0;
     q = std::clamp(q, 0.0, 1.0);
-    const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
-    std::uint32_t l = 0;
-    while (l < hd.levels && W / std::ldexp(1.0, static_cast<int>(l + 1)) >= w &&
-           H / std::ldexp(1.0, static_cast<int>(l + 1)) >= h)
-        l++;
-    const double cell_area = (W / std::ldexp(1.0, static_cast<int>(l))) * (H / std::ldexp(1.0, static_cast<int>(l)));
-    const double frac = std::min(1.0, w * h / cell_area);
-    // Rows per level-l cell, for each stored cell that stands for level l
-    // (itself, or a leaf above it spread evenly); the share of rows in cells
-    // at least as dense as t.
-    auto share_at_least = [&](double t, double* max_density) {
+    double frac;
+    const std::uint32_t l = level_for(v.h, w, h, &frac);
+    // The share of rows in cells at least as dense as t.
+    auto share_at_least = [&](double t) {
         double rows = 0;
-        for (std::uint32_t la = 0; la <= l; la++) {
-            for (std::uint32_t i = 0; i < hd.ncells[la]; i++) {
-                std::uint32_t c;
-                std::memcpy(&c, v.counts[la] + 4 * i, 4);
-                double d;
-                if (la == l)
-                    d = c;
-                else if (c <= hd.threshold)
-                    d = c / std::ldexp(1.0, 2 * static_cast<int>(l - la));
-                else
-                    continue;
-                if (max_density != nullptr) *max_density = std::max(*max_density, d);
-                if (d >= t) rows += c;
-            }
-        }
-        return rows / hd.total;
+        for_each_cell_at(v, l, [&](double d, double n) { rows += d >= t ? n : 0; });
+        return rows / v.h.total;
     };
     double hi = 0;
-    share_at_least(0, &hi);
+    for_each_cell_at(v, l, [&](double d, double) { hi = std::max(hi, d); });
     double lo = 0;
     for (int it = 0; it < 30 && hi - lo > 1e-9 * std::max(1.0, hi); it++) {
         const double mid = (lo + hi) / 2;
-        if (share_at_least(mid, nullptr) >= 1.0 - q)
+        if (share_at_least(mid) >= 1.0 - q)
             lo = mid;
         else
             hi = mid;
