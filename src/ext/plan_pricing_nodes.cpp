@@ -79,17 +79,24 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             const bool one = jt == JOIN_SEMI || jt == JOIN_ANTI || reinterpret_cast<Join*>(p)->inner_unique;
             const bool saved_have = c->have_join_box;
             const GisBox saved_box = c->join_box;
+            const Oid saved_rel = c->join_rel;
+            const AttrNumber saved_att = c->join_att;
             c->have_join_box = c->have_last_box;
             c->join_box = c->last_box;
-            // The outer rows found in a box reach out of it by their own size.
+            c->join_rel = c->last_rel;
+            c->join_att = c->last_att;
+            // The outer rows found in a box reach out of it by their own size: the big ones, which
+            // hold most of what the inner side reads, by the rows' area-weighted size.
             double mw, mh;
-            if (c->have_last_box && density_grid_mean_size(c->last_rel, c->last_att, &mw, &mh)) {
+            if (c->have_last_box && density_grid_probe_size(c->last_rel, c->last_att, &mw, &mh)) {
                 c->join_box.xmin -= mw / 2, c->join_box.xmax += mw / 2;
                 c->join_box.ymin -= mh / 2, c->join_box.ymax += mh / 2;
             }
             const double inner = visit(c, p->righttree, loops * std::max(1.0, outer), one ? 1 : -1, 1.0);
             c->have_join_box = saved_have;
             c->join_box = saved_box;
+            c->join_rel = saved_rel;
+            c->join_att = saved_att;
             // Every inner row found is a result unless a join condition remains to be checked.
             const bool all_pushed_down = reinterpret_cast<Join*>(p)->joinqual == NIL && p->qual == NIL;
             out = capped(all_pushed_down ? std::max(1.0, outer) * inner : planned(p, par), cap);

@@ -78,6 +78,8 @@ struct PlanCtx {
     AttrNumber last_att;
     bool have_join_box;  // the outer side's search box, for the inner side of a spatial join
     GisBox join_box;
+    Oid join_rel;  // ... of this relation's column
+    AttrNumber join_att;
     core::RowsSource source;             // of the scan being priced
     double rows_by[core::kRowsSources];  // scan rows read, by where the number came from
 };
