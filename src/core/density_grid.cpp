@@ -37,6 +37,16 @@ std::uint64_t spread(std::uint64_t v) noexcept {  // 32 bits -> even bits of 64
 
 std::uint64_t morton(std::uint32_t cx, std::uint32_t cy) noexcept { return spread(cx) | (spread(cy) << 1); }
 
+std::uint32_t compact(std::uint64_t v) noexcept {  // even bits of 64 -> 32 bits
+    v &= 0x5555555555555555ULL;
+    v = (v | (v >> 1)) & 0x3333333333333333ULL;
+    v = (v | (v >> 2)) & 0x0f0f0f0f0f0f0f0fULL;
+    v = (v | (v >> 4)) & 0x00ff00ff00ff00ffULL;
+    v = (v | (v >> 8)) & 0x0000ffff0000ffffULL;
+    v = (v | (v >> 16)) & 0x00000000ffffffffULL;
+    return static_cast<std::uint32_t>(v);
+}
+
 struct View {
     Header h;
     const unsigned char* keys[kDensityMaxLevels + 1];
@@ -267,27 +277,47 @@ double density_rows_around(const unsigned char* blob, std::size_t len, double w,
 double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept {
     View v;
     if (!open(blob, len, &v)) return -1;
-    if (!(v.h.total > 0)) return 0;
+    const Header& hd = v.h;
+    if (!(hd.total > 0)) return 0;
+    w = std::max(w, 0.0), h = std::max(h, 0.0);
     q = std::clamp(q, 0.0, 1.0);
-    double frac;
-    const std::uint32_t l = level_for(v.h, w, h, &frac);
-    // The share of rows in cells at least as dense as t.
-    auto share_at_least = [&](double t) {
-        double rows = 0;
-        for_each_cell_at(v, l, [&](double d, double n) { rows += d >= t ? n : 0; });
-        return rows / v.h.total;
-    };
-    double hi = 0;
-    for_each_cell_at(v, l, [&](double d, double) { hi = std::max(hi, d); });
-    double lo = 0;
-    for (int it = 0; it < 30 && hi - lo > 1e-9 * std::max(1.0, hi); it++) {
-        const double mid = (lo + hi) / 2;
-        if (share_at_least(mid) >= 1.0 - q)
-            lo = mid;
-        else
-            hi = mid;
+    // A box centred on a dense spot, not a dense cell's average: a city's
+    // core is far denser than the coarse cell holding the box (a 0.05° box on
+    // a city of σ 0.013° held 44 000 rows; its 0.18° × 0.09° cell, spread
+    // evenly, said 4 800). Cells of about half the box's size, densest first;
+    // the box is centred on the one where the densest (1 - q) share of the
+    // rows ends, and counted with density_rows.
+    const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
+    std::uint32_t l = 0;
+    while (l < hd.levels && (W / std::ldexp(1.0, static_cast<int>(l)) > w / 2 ||
+                             H / std::ldexp(1.0, static_cast<int>(l)) > h / 2))
+        l++;
+    while (l > 0 && hd.ncells[l] == 0) l--;  // the finest level stored
+    constexpr int kTop = 256;
+    std::uint32_t top[kTop], counts[kTop];  // indices and counts of the densest cells at l, densest first
+    int ntop = 0;
+    for (std::uint32_t i = 0; i < hd.ncells[l]; i++) {
+        std::uint32_t c;
+        std::memcpy(&c, v.counts[l] + 4 * i, 4);
+        if (ntop == kTop && c <= counts[kTop - 1]) continue;
+        int j = ntop < kTop ? ntop++ : kTop - 1;
+        for (; j > 0 && counts[j - 1] < c; j--) top[j] = top[j - 1], counts[j] = counts[j - 1];
+        top[j] = i, counts[j] = c;
     }
-    return lo * frac;
+    if (ntop == 0) return 0;
+    int pick = 0;
+    double seen = 0;
+    for (; pick < ntop - 1; pick++) {
+        seen += counts[pick];
+        if (seen >= (1.0 - q) * hd.total) break;
+    }
+    std::uint64_t key;
+    std::memcpy(&key, v.keys[l] + 8 * top[pick], 8);
+    const double cw = W / std::ldexp(1.0, static_cast<int>(l)), ch = H / std::ldexp(1.0, static_cast<int>(l));
+    const double cx = hd.xmin + (compact(key) + 0.5) * cw, cy = hd.ymin + (compact(key >> 1) + 0.5) * ch;
+    // density_rows grows a box by the rows' mean size; a probe around a row does not.
+    const double gw = std::max(0.0, w - hd.mean_w) / 2, gh = std::max(0.0, h - hd.mean_h) / 2;
+    return density_rows(blob, len, cx - gw, cy - gh, cx + gw, cy + gh);
 }
 
 double density_rows_probed(const unsigned char* blob, std::size_t len, double w, double h) noexcept {

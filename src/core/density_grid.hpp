@@ -29,11 +29,11 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
                                               int levels = 20, int threshold = 32, double mean_w = 0,
                                               double mean_h = 0, double probe_w = 0, double probe_h = 0);
 
-// The same around the rows of the densest part of the layer: the density
-// (rows per cell of the box's size) that the densest (1 - q) share of the
-// rows live at or above. For probes whose centres are unknown but tend to be
-// where things are (LATERAL searches around a city's centre): q = 0.9
-// assumes they land among the densest tenth of the rows.
+// Rows of a w × h box centred on a dense spot of the layer: on the cell (of
+// about half the box's size) where the densest (1 - q) share of the rows
+// ends, densest cells first. For probes whose centres are unknown but tend to
+// be where things are (LATERAL searches around a city's centre): q = 0.9
+// assumes they land where the densest tenth of the rows are.
 double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept;
 
 // Rows whose boxes meet the box of a probe w × h placed where the layer's

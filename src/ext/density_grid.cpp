@@ -158,10 +158,10 @@ double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin,
 double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h) {
     const unsigned char* g;
     size_t n;
-    // Probes whose centres are unknown are priced as if they landed among the
-    // densest 1 % of the rows: where a client wanting work for free puts them
-    // (and where LATERAL searches around cities' centres do land).
-    return grid_of(relid, attnum, &g, &n) ? core::density_rows_around_dense(g, n, w, h, 0.99) : -1;
+    // Probes whose centres are unknown are priced as if they landed where the
+    // densest tenth of the rows are: where a client wanting work for free puts
+    // them (and where LATERAL searches around cities' centres do land).
+    return grid_of(relid, attnum, &g, &n) ? core::density_rows_around_dense(g, n, w, h, 0.9) : -1;
 }
 
 double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h) {

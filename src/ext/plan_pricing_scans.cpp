@@ -102,13 +102,11 @@ double visit_index_scan(PlanCtx* c, Plan* p, double loops, double cap, double pa
                                                    region->ymax);
             if (total >= 0) rows = std::max(1.0, total / std::max(1.0, loops));
         }
-        // Each probe meets the rows around it: large boxes probed by small ones (districts by
-        // points) grown by their mean size; small rows probed by large boxes (points by
-        // districts and regions) within the outer rows' area-weighted size, as a few big outer
-        // boxes among many small ones read most of the rows. Wherever the region says otherwise.
-        double ow = 0, oh = 0;
-        if (c->have_join_box) density_grid_probe_size(c->join_rel, c->join_att, &ow, &oh);
-        const double probed = density_grid_rows_probed(relid, join_att, ow, oh);
+        // Large boxes probed by small ones (districts by points): each probe meets the rows
+        // around it grown by their mean size, wherever the region says otherwise. (Not the other
+        // way round: a probe by a big outer box placed anywhere the inner rows are ignores how
+        // sparse the searched region is; the region, grown by the outer rows' size, says it.)
+        const double probed = density_grid_rows_probed(relid, join_att, 0, 0);
         if (probed >= 0) rows = std::max(rows, probed);
     } else if (found) {
         // PostGIS is asked when the plan's estimate is blind: a parameter (a generic plan), or an

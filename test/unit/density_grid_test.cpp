@@ -138,3 +138,18 @@ TEST(DensityGrid, ReadsFormatTwoBlobs) {
     std::memcpy(&v2[4], &nine, 4);
     EXPECT_LT(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), 0);
 }
+
+TEST(DensityGrid, DenseSpotIsTheCrowdNotACoarseCellsAverage) {
+    // A box the size of the city's core, centred where the densest rows are, holds about what a box
+    // centred on the city holds (the coarse cell's average spread the core over a far larger area).
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    const double want = exact(l, 9.99, 49.99, 10.01, 50.01);
+    const double got = density_rows_around_dense(g.data(), g.size(), 0.02, 0.02, 0.9);
+    EXPECT_GT(got, 0.5 * want);
+    EXPECT_LT(got, 1.5 * want);
+    // The densest spot (q = 1) holds at least as much; an empty layer nothing.
+    EXPECT_GE(density_rows_around_dense(g.data(), g.size(), 0.02, 0.02, 1.0), 0.9 * got);
+    auto e = build_density_grid(nullptr, nullptr, 0, {0, 0, 1, 1});
+    EXPECT_EQ(density_rows_around_dense(e.data(), e.size(), 0.02, 0.02, 0.9), 0);
+}
