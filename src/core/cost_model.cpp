@@ -82,7 +82,7 @@ CostModel default_cost_model() noexcept {
     m.of(CostClass::Scan) = {0.024, 0.0002, 0.0};      // per scan started; per row read
     m.of(CostClass::Join) = {0.0037, 0.0014, 0.0};     // per nested-loop probe; per row through joins/sorts/aggregates
     m.of(CostClass::Encode) = {0.0, 0.0008, 0.0};      // per row encoded (MVT geometry, GeoJSON, text, reprojection)
-    m.of(CostClass::Distance) = {0.0, 0.0042, 0.0};    // per exact geography predicate (geometry: a tenth counted)
+    m.of(CostClass::Distance) = {0.0, 0.0042, 0.0};    // per exact geography predicate (geometry: a tenth counted against a box, in full against another row)
     m.of(CostClass::Worker) = {20.0, 0.0, 0.0};        // per parallel worker launched
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;

@@ -24,8 +24,9 @@ void add_scan(PlanCtx* c, double read, double loops, const ExprFacts& qf) {
     add_scan_rows(c, read * loops);
     if (qf.geog_pred)
         c->f.rows[static_cast<int>(core::CostClass::Distance)] += read * loops;
-    else if (qf.geom_pred)
-        c->f.rows[static_cast<int>(core::CostClass::Distance)] += 0.1 * read * loops;
+    else if (qf.geom_pred)  // a recheck against a search box is cheap; a test against another row's
+                            // geometry (a polygon, a point's distance) is a real one
+        c->f.rows[static_cast<int>(core::CostClass::Distance)] += (qf.join_pred ? 1.0 : 0.1) * read * loops;
 }
 
 // A LIMIT stops a filtered scan in storage (or key) order after its first

@@ -19,15 +19,27 @@ extern "C" {
 namespace ot::ext::plan {
 namespace {
 
+// Another row's value: a nested loop's outer row (PARAM_EXEC) or a join's
+// own Vars (INNER_VAR, OUTER_VAR).
+bool other_row_walker(Node* node, void*) {
+    if (node == nullptr) return false;
+    if (IsA(node, Param)) return reinterpret_cast<Param*>(node)->paramkind == PARAM_EXEC;
+    if (IsA(node, Var)) return IS_SPECIAL_VARNO(reinterpret_cast<Var*>(node)->varno);
+    return expression_tree_walker(node, as_walker(other_row_walker), nullptr);
+}
+
 bool facts_walker(Node* node, ExprFacts* f) {
     if (node == nullptr) return false;
     Oid fn = InvalidOid;
+    List* args = NIL;
     if (IsA(node, FuncExpr)) {
         fn = reinterpret_cast<FuncExpr*>(node)->funcid;
+        args = reinterpret_cast<FuncExpr*>(node)->args;
     } else if (IsA(node, OpExpr)) {
         auto* o = reinterpret_cast<OpExpr*>(node);
         if (o->opfuncid == InvalidOid) set_opfuncid(o);
         fn = o->opfuncid;
+        args = o->args;
     } else if (IsA(node, SubPlan)) {
         auto* sp = reinterpret_cast<SubPlan*>(node);
         if (sp->parParam != NIL && f->nsub < static_cast<int>(lengthof(f->sub))) f->sub[f->nsub++] = sp->plan_id;
@@ -39,7 +51,10 @@ bool facts_walker(Node* node, ExprFacts* f) {
             case GisRole::DWithinGeometry:
             case GisRole::DWithinText:
             case GisRole::IntersectsGeometry:
-            case GisRole::PredicateGeometry: f->geom_pred = true; break;
+            case GisRole::PredicateGeometry:
+                f->geom_pred = true;
+                f->join_pred |= other_row_walker(reinterpret_cast<Node*>(args), nullptr);
+                break;
             case GisRole::AsMVTGeom:
             case GisRole::Encode: f->encode = true; break;
             default: break;

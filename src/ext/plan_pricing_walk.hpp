@@ -88,6 +88,7 @@ struct PlanCtx {
 struct ExprFacts {
     bool geog_pred;
     bool geom_pred;
+    bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
     bool encode;
     int nsub;
     int sub[8];  // plan_ids of correlated SubPlans
