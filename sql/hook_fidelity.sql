@@ -121,3 +121,12 @@ SELECT show_error($$SET ogc_throttle.distance_row_cost = 0$$);
 RESET ROLE;
 DROP ROLE regress_ot_fid;
 DROP TABLE fid_prices;
+-- A geometry test against another row's geometry (LATERAL's outer point) is a real test per row read;
+-- against a search box it is mostly the index's recheck (a tenth).
+CREATE FUNCTION feature(q text, cls text) RETURNS float8 LANGUAGE sql AS
+  $$ SELECT coalesce((SELECT rows FROM throttle_features(q) WHERE class = cls), 0) $$;
+SELECT feature(q, 'distance') >= 0.5 * feature(q, 'scan') AS join_test_in_full
+  FROM (VALUES ($$SELECT c.k, n.cnt FROM fid_small c, LATERAL (SELECT count(*) AS cnt FROM fid_pts t
+                WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10 + c.k * 0.001, 50), 4326), 0.001)) n$$)) v(q);
+SELECT feature(q, 'distance') <= 0.2 * feature(q, 'scan') AS box_recheck_at_a_tenth
+  FROM (VALUES ($$SELECT count(*) FROM fid_pts t WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10, 50), 4326), 0.001)$$)) v(q);
