@@ -79,3 +79,54 @@ SELECT show_error($$SELECT throttle_density_build('fid_pts', 'geom')$$);
 RESET ROLE;
 DROP ROLE regress_ot_fid;
 RESET max_parallel_workers_per_gather;
+-- Explanations say where a scan's rows came from: here the density grid.
+SELECT regexp_replace(call, ': [0-9.]+$', '') AS call
+  FROM throttle_explain($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$)
+ WHERE call LIKE '#%';
+
+-- The plan classes' weights are settings like the request classes' (superuser only).
+SELECT name, context, min_val, max_val FROM pg_settings
+ WHERE name ~ '^ogc_throttle\.(scan|join|encode|distance|worker)_' ORDER BY name;
+CREATE FUNCTION box_price() RETURNS float8 LANGUAGE sql AS
+  $$ SELECT price($q$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$q$) $$;
+CREATE TABLE fid_prices AS SELECT box_price() AS base;
+SET ogc_throttle.scan_row_cost = 0.01;
+SELECT box_price() > 10 * base AS scan_row_cost_counts FROM fid_prices;
+RESET ogc_throttle.scan_row_cost;
+SET ogc_throttle.scan_fixed_cost = 100;
+SELECT box_price() > base + 99 AS scan_fixed_cost_counts FROM fid_prices;
+RESET ogc_throttle.scan_fixed_cost;
+SET ogc_throttle.join_row_cost = 0;
+SET ogc_throttle.encode_row_cost = 0;
+SET ogc_throttle.distance_row_cost = 0;
+SET ogc_throttle.worker_fixed_cost = 0;
+SET ogc_throttle.join_fixed_cost = 0;
+SELECT abs(box_price() - base) < 1e-9 AS box_needs_only_scan_terms FROM fid_prices;
+RESET ogc_throttle.join_row_cost;
+RESET ogc_throttle.encode_row_cost;
+RESET ogc_throttle.distance_row_cost;
+RESET ogc_throttle.worker_fixed_cost;
+RESET ogc_throttle.join_fixed_cost;
+-- A NaN, negative or infinite weight is an ERROR, and the weight keeps its value.
+SELECT show_error($$SET ogc_throttle.scan_row_cost = 'NaN'$$);
+SELECT show_error($$SET ogc_throttle.join_fixed_cost = -1$$);
+SELECT show_error($$SET ogc_throttle.distance_row_cost = 'Infinity'$$);
+SELECT show_error($$SET ogc_throttle.worker_fixed_cost = 'twenty'$$);
+SELECT current_setting('ogc_throttle.scan_row_cost') = (SELECT boot_val FROM pg_settings WHERE name = 'ogc_throttle.scan_row_cost') AS unchanged;
+-- The throttled role cannot cheapen its own statements.
+CREATE ROLE regress_ot_fid;
+SET ROLE regress_ot_fid;
+SELECT show_error($$SET ogc_throttle.scan_row_cost = 0$$);
+SELECT show_error($$SET ogc_throttle.distance_row_cost = 0$$);
+RESET ROLE;
+DROP ROLE regress_ot_fid;
+DROP TABLE fid_prices;
+-- A geometry test against another row's geometry (LATERAL's outer point) is a real test per row read;
+-- against a search box it is mostly the index's recheck (a tenth).
+CREATE FUNCTION feature(q text, cls text) RETURNS float8 LANGUAGE sql AS
+  $$ SELECT coalesce((SELECT rows FROM throttle_features(q) WHERE class = cls), 0) $$;
+SELECT feature(q, 'distance') >= 0.5 * feature(q, 'scan') AS join_test_in_full
+  FROM (VALUES ($$SELECT c.k, n.cnt FROM fid_small c, LATERAL (SELECT count(*) AS cnt FROM fid_pts t
+                WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10 + c.k * 0.001, 50), 4326), 0.001)) n$$)) v(q);
+SELECT feature(q, 'distance') <= 0.2 * feature(q, 'scan') AS box_recheck_at_a_tenth
+  FROM (VALUES ($$SELECT count(*) FROM fid_pts t WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10, 50), 4326), 0.001)$$)) v(q);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/geo.hpp"
 
@@ -50,6 +51,20 @@ const char* cost_class_name(CostClass c) noexcept {
     return "unknown";
 }
 
+const char* cost_class_list() noexcept {
+    // Built once (thread-safe static initialisation) from the names above.
+    static const struct List {
+        char text[256];
+        List() noexcept : text{} {
+            for (int i = 0; i < kCostClasses; i++) {
+                if (i > 0) std::strncat(text, ", ", sizeof text - std::strlen(text) - 1);
+                std::strncat(text, cost_class_name(static_cast<CostClass>(i)), sizeof text - std::strlen(text) - 1);
+            }
+        }
+    } list;
+    return list.text;
+}
+
 CostModel default_cost_model() noexcept {
     CostModel m{};
     // One cost unit is one millisecond of executor time, fitted on the
@@ -67,7 +82,7 @@ CostModel default_cost_model() noexcept {
     m.of(CostClass::Scan) = {0.024, 0.0002, 0.0};      // per scan started; per row read
     m.of(CostClass::Join) = {0.0037, 0.0014, 0.0};     // per nested-loop probe; per row through joins/sorts/aggregates
     m.of(CostClass::Encode) = {0.0, 0.0008, 0.0};      // per row encoded (MVT geometry, GeoJSON, text, reprojection)
-    m.of(CostClass::Distance) = {0.0, 0.0042, 0.0};    // per exact geography predicate (geometry: a tenth counted)
+    m.of(CostClass::Distance) = {0.0, 0.0042, 0.0};    // per exact geography predicate (geometry: a tenth counted against a box, in full against another row)
     m.of(CostClass::Worker) = {20.0, 0.0, 0.0};        // per parallel worker launched
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;

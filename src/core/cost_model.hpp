@@ -13,11 +13,14 @@ namespace ot::core {
 //  Scan:     rows read by a heap/index scan anywhere in a plan (plan-wide pricing)
 //  Join:     rows produced by a join, per outer row of a nested loop
 //  Encode:   rows encoded as MVT (ST_AsMVTGeom/ST_AsMVT) or GeoJSON/text
-//  Distance: exact spatial predicates per candidate row (geography in full, geometry at a tenth)
+//  Distance: exact spatial predicates per candidate row (geography in full, geometry at a tenth
+//            against a search box, in full against another row's geometry)
 //  Worker:   fixed: each parallel worker a statement launches
 enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker };
 inline constexpr int kCostClasses = 11;
 const char* cost_class_name(CostClass c) noexcept;
+// "bbox, radius, …, worker": every class name, for error messages.
+const char* cost_class_list() noexcept;
 
 struct ClassWeights {
     double fixed;          // per request

@@ -22,17 +22,18 @@ struct DensityExtent {
 
 // The blob for n rows whose boxes are centred at (x[i], y[i]) over extent;
 // points outside are clamped to its edge. mean_w/mean_h: the rows' mean box
-// size (0 for points), kept for searches of a row's neighbours. Throws
+// size (0 for points), kept for searches of a row's neighbours; probe_w/
+// probe_h: their area-weighted size (density_probe_size). Throws
 // std::bad_alloc only.
 std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent extent,
                                               int levels = 20, int threshold = 32, double mean_w = 0,
-                                              double mean_h = 0);
+                                              double mean_h = 0, double probe_w = 0, double probe_h = 0);
 
-// The same around the rows of the densest part of the layer: the density
-// (rows per cell of the box's size) that the densest (1 - q) share of the
-// rows live at or above. For probes whose centres are unknown but tend to be
-// where things are (LATERAL searches around a city's centre): q = 0.9
-// assumes they land among the densest tenth of the rows.
+// Rows of a w × h box centred on a dense spot of the layer: on the cell (of
+// about half the box's size) where the densest (1 - q) share of the rows
+// ends, densest cells first. For probes whose centres are unknown but tend to
+// be where things are (LATERAL searches around a city's centre): q = 0.9
+// assumes they land where the densest tenth of the rows are.
 double density_rows_around_dense(const unsigned char* blob, std::size_t len, double w, double h, double q) noexcept;
 
 // Rows whose boxes meet the box of a probe w × h placed where the layer's
@@ -52,6 +53,10 @@ double density_rows_around(const unsigned char* blob, std::size_t len, double w,
 
 // The rows' mean box size (false when the blob is not a grid).
 bool density_mean_size(const unsigned char* blob, std::size_t len, double* w, double* h) noexcept;
+// The rows' area-weighted box size (probe_w/probe_h given to the build, at
+// least the mean): the box a join probe by one of these rows covers, on
+// average over the rows such probes read.
+bool density_probe_size(const unsigned char* blob, std::size_t len, double* w, double* h) noexcept;
 
 // Total rows and stored cells of a blob (negative when it is not a grid).
 double density_total(const unsigned char* blob, std::size_t len) noexcept;

@@ -32,6 +32,12 @@ namespace ot::core {
 // that a statement priced only by its plan (a disguised search) shows and pays.
 enum class CallKind : std::uint8_t { Radius, Bbox, Tile, Plan };
 
+// Where a row count came from, for explanations: the planner's own estimate
+// (PostGIS's selectivity for a literal search), PostGIS's statistics asked
+// for this execution's value, or the extension's density grid.
+enum class RowsSource : std::uint8_t { Plan, Statistics, Grid };
+inline constexpr int kRowsSources = 3;
+
 struct Box {
     double xmin, ymin, xmax, ymax;
     std::int32_t srid;
@@ -46,9 +52,11 @@ struct PricedCall {
     double radius_m;  // Radius
     double area_km2;  // Bbox, and Tile when priced by its bounds
     double rows;      // rows the search meets per the table's statistics; < 0 unknown (area × density then)
+    RowsSource rows_source;  // where `rows` came from
     int zoom;         // Tile when priced by zoom; -1 otherwise
     // Plan: what the plan-wide terms count, for explanations.
     double scans, probes, scan_rows, upper_rows, encode_rows, predicate_rows, workers;
+    double scan_rows_by[kRowsSources];  // scan_rows split by where each scan's count came from
     // Filled by price_statement:
     double cost;
     int same_as;  // index of the call this one was merged into, or -1

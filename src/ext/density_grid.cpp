@@ -1,5 +1,7 @@
 #include "ext/density_grid.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -116,8 +118,13 @@ const Entry* lookup(Oid relid, AttrNumber attnum) {
 
 // The blob for the points, as a palloc'd bytea; the C++ vector is gone
 // before anything that can ereport runs.
-bytea* make_blob(const double* x, const double* y, size_t n, core::DensityExtent e, double mean_w, double mean_h) {
-    std::vector<unsigned char> g = core::build_density_grid(x, y, n, e, 20, 32, mean_w, mean_h);
+bytea* make_blob(const double* x, const double* y, size_t n, core::DensityExtent e, double mean_w, double mean_h,
+                 double mean_area) {
+    // The area-weighted size in the rows' mean aspect.
+    const double aspect = mean_w > 0 && mean_h > 0 ? mean_w / mean_h : 1;
+    const double probe_w = std::sqrt(std::max(mean_area, 0.0) * aspect);
+    const double probe_h = std::sqrt(std::max(mean_area, 0.0) / aspect);
+    std::vector<unsigned char> g = core::build_density_grid(x, y, n, e, 20, 32, mean_w, mean_h, probe_w, probe_h);
     void* mem = MemoryContextAllocExtended(CurrentMemoryContext, g.size() + VARHDRSZ,
                                            MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
     if (mem == nullptr) throw std::bad_alloc();
@@ -129,32 +136,50 @@ bytea* make_blob(const double* x, const double* y, size_t n, core::DensityExtent
 
 }  // namespace
 
-double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax) {
+namespace {
+
+// The column's grid, or false when it has none.
+bool grid_of(Oid relid, AttrNumber attnum, const unsigned char** data, size_t* len) {
     const Entry* e = lookup(relid, attnum);
-    if (e->blob == nullptr) return -1;
-    return core::density_rows(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)), VARSIZE(e->blob) - VARHDRSZ,
-                              xmin, ymin, xmax, ymax);
+    if (e->blob == nullptr) return false;
+    *data = reinterpret_cast<const unsigned char*>(VARDATA(e->blob));
+    *len = VARSIZE(e->blob) - VARHDRSZ;
+    return true;
+}
+
+}  // namespace
+
+double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax) {
+    const unsigned char* g;
+    size_t n;
+    return grid_of(relid, attnum, &g, &n) ? core::density_rows(g, n, xmin, ymin, xmax, ymax) : -1;
 }
 
 double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h) {
-    const Entry* e = lookup(relid, attnum);
-    if (e->blob == nullptr) return -1;
-    return core::density_rows_around_dense(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
-                                           VARSIZE(e->blob) - VARHDRSZ, w, h, 0.9);
+    const unsigned char* g;
+    size_t n;
+    // Probes whose centres are unknown are priced as if they landed where the
+    // densest tenth of the rows are: where a client wanting work for free puts
+    // them (and where LATERAL searches around cities' centres do land).
+    return grid_of(relid, attnum, &g, &n) ? core::density_rows_around_dense(g, n, w, h, 0.9) : -1;
 }
 
 double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h) {
-    const Entry* e = lookup(relid, attnum);
-    if (e->blob == nullptr) return -1;
-    return core::density_rows_probed(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)),
-                                     VARSIZE(e->blob) - VARHDRSZ, w, h);
+    const unsigned char* g;
+    size_t n;
+    return grid_of(relid, attnum, &g, &n) ? core::density_rows_probed(g, n, w, h) : -1;
 }
 
 bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h) {
-    const Entry* e = lookup(relid, attnum);
-    if (e->blob == nullptr) return false;
-    return core::density_mean_size(reinterpret_cast<const unsigned char*>(VARDATA(e->blob)), VARSIZE(e->blob) - VARHDRSZ,
-                                   w, h);
+    const unsigned char* g;
+    size_t n;
+    return grid_of(relid, attnum, &g, &n) && core::density_mean_size(g, n, w, h);
+}
+
+bool density_grid_probe_size(Oid relid, AttrNumber attnum, double* w, double* h) {
+    const unsigned char* g;
+    size_t n;
+    return grid_of(relid, attnum, &g, &n) && core::density_probe_size(g, n, w, h);
 }
 
 }  // namespace ot::ext
@@ -202,7 +227,7 @@ OT_SQL_FUNCTION(throttle_density_build) {
     SPIPlanPtr plan = SPI_prepare(q.data, 0, nullptr);
     if (plan == nullptr) ereport(ERROR, (errmsg("ogc_throttle: could not read \"%s\": %s", relname, SPI_result_code_string(SPI_result))));
     Portal portal = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
-    double xmin = 1e300, ymin = 1e300, xmax = -1e300, ymax = -1e300, sum_w = 0, sum_h = 0;
+    double xmin = 1e300, ymin = 1e300, xmax = -1e300, ymax = -1e300, sum_w = 0, sum_h = 0, sum_wh = 0;
     for (;;) {
         SPI_cursor_fetch(portal, true, 10000);
         if (SPI_processed == 0) break;
@@ -216,6 +241,7 @@ OT_SQL_FUNCTION(throttle_density_build) {
             const Datum dh = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &nh);
             if (!nw) sum_w += DatumGetFloat8(dw);
             if (!nh) sum_h += DatumGetFloat8(dh);
+            if (!nw && !nh) sum_wh += DatumGetFloat8(dw) * DatumGetFloat8(dh);
             if (n == cap) {
                 cap *= 2;
                 xs = static_cast<double*>(repalloc_huge(xs, cap * sizeof(double)));
@@ -237,7 +263,7 @@ OT_SQL_FUNCTION(throttle_density_build) {
     core::DensityExtent e = degrees ? core::DensityExtent{-180, -90, 180, 90}
                             : n > 0 ? core::DensityExtent{xmin, ymin, xmax + (xmax - xmin) * 1e-9 + 1e-9, ymax + (ymax - ymin) * 1e-9 + 1e-9}
                                     : core::DensityExtent{0, 0, 1, 1};
-    bytea* blob = make_blob(xs, ys, n, e, n > 0 ? sum_w / n : 0, n > 0 ? sum_h / n : 0);
+    bytea* blob = make_blob(xs, ys, n, e, n > 0 ? sum_w / n : 0, n > 0 ? sum_h / n : 0, n > 0 ? sum_wh / n : 0);
     const long cells = core::density_cells(reinterpret_cast<const unsigned char*>(VARDATA(blob)), VARSIZE(blob) - VARHDRSZ);
 
     const Oid ext = get_extension_oid("ogc_throttle", false);

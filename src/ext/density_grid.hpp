@@ -15,8 +15,8 @@ namespace ot::ext {
 // degrees for geography), or negative when the column has no grid.
 double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
 
-// Rows expected in a w × h box centred among the densest tenth of the
-// column's rows (core::density_rows_around_dense, q = 0.9), or negative
+// Rows expected in a w × h box centred where the densest tenth of the
+// column's rows are (core::density_rows_around_dense, q = 0.9), or negative
 // without a grid.
 double density_grid_rows_around(Oid relid, AttrNumber attnum, double w, double h);
 
@@ -26,5 +26,7 @@ double density_grid_rows_probed(Oid relid, AttrNumber attnum, double w, double h
 
 // The mean box size of relid.attnum's rows, false without a grid.
 bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h);
+// Their area-weighted box size (core::density_probe_size), false without a grid.
+bool density_grid_probe_size(Oid relid, AttrNumber attnum, double* w, double* h);
 
 }  // namespace ot::ext

@@ -87,18 +87,37 @@ double tile_max_rows = 50000.0;
 
 struct WeightGuc {
     core::CostClass cls;
-    const char* fixed_name;
+    const char* fixed_name;  // nullptr: the class has no such term (the plan walk counts none)
     const char* row_name;
+    const char* fixed_desc;
+    const char* row_desc;
     double fixed;
     double per_row;
 };
 
 // Only the classes the database prices; map and coverage belong to the gate.
+// The plan classes (scan … worker) are what the pricing hook's plan walk
+// counts (doc/cost-model.md); calibration fits the same weights.
 WeightGuc weight_gucs[] = {
-    {core::CostClass::Bbox, "ogc_throttle.bbox_fixed_cost", "ogc_throttle.bbox_row_cost", 0, 0},
-    {core::CostClass::Radius, "ogc_throttle.radius_fixed_cost", "ogc_throttle.radius_row_cost", 0, 0},
-    {core::CostClass::Features, "ogc_throttle.features_fixed_cost", "ogc_throttle.features_row_cost", 0, 0},
-    {core::CostClass::Tile, "ogc_throttle.tile_fixed_cost", "ogc_throttle.tile_row_cost", 0, 0},
+    {core::CostClass::Bbox, "ogc_throttle.bbox_fixed_cost", "ogc_throttle.bbox_row_cost",
+     "Fixed cost per request of this class.", "Cost per estimated row of this class.", 0, 0},
+    {core::CostClass::Radius, "ogc_throttle.radius_fixed_cost", "ogc_throttle.radius_row_cost",
+     "Fixed cost per request of this class.", "Cost per estimated row of this class.", 0, 0},
+    {core::CostClass::Features, "ogc_throttle.features_fixed_cost", "ogc_throttle.features_row_cost",
+     "Fixed cost per request of this class.", "Cost per estimated row of this class.", 0, 0},
+    {core::CostClass::Tile, "ogc_throttle.tile_fixed_cost", "ogc_throttle.tile_row_cost",
+     "Fixed cost per request of this class.", "Cost per estimated row of this class.", 0, 0},
+    {core::CostClass::Scan, "ogc_throttle.scan_fixed_cost", "ogc_throttle.scan_row_cost",
+     "Milliseconds per scan a plan starts.", "Milliseconds per row a scan reads.", 0, 0},
+    {core::CostClass::Join, "ogc_throttle.join_fixed_cost", "ogc_throttle.join_row_cost",
+     "Milliseconds per nested-loop probe (inner re-scan).",
+     "Milliseconds per row through a join, sort, hash or aggregate.", 0, 0},
+    {core::CostClass::Encode, nullptr, "ogc_throttle.encode_row_cost", nullptr,
+     "Milliseconds per row encoded (MVT geometry, GeoJSON, text, reprojection).", 0, 0},
+    {core::CostClass::Distance, nullptr, "ogc_throttle.distance_row_cost", nullptr,
+     "Milliseconds per exact geography test of a row read (a geometry test counts a tenth).", 0, 0},
+    {core::CostClass::Worker, "ogc_throttle.worker_fixed_cost", nullptr,
+     "Milliseconds per parallel worker a statement launches.", nullptr, 0, 0},
 };
 
 void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {
@@ -148,8 +167,8 @@ void define_settings() {
     for (WeightGuc& w : weight_gucs) {
         w.fixed = defaults.of(w.cls).fixed;
         w.per_row = defaults.of(w.cls).per_row;
-        define_real(w.fixed_name, "Fixed cost per request of this class.", &w.fixed, 0, 1e12, PGC_SUSET);
-        define_real(w.row_name, "Cost per estimated row of this class.", &w.per_row, 0, 1e12, PGC_SUSET);
+        if (w.fixed_name != nullptr) define_real(w.fixed_name, w.fixed_desc, &w.fixed, 0, 1e12, PGC_SUSET);
+        if (w.row_name != nullptr) define_real(w.row_name, w.row_desc, &w.per_row, 0, 1e12, PGC_SUSET);
     }
 
     DefineCustomEnumVariable("ogc_throttle.mode", "What the pricing hook does with priced statements.",

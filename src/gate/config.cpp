@@ -54,7 +54,7 @@ core::CostClass class_named(const std::string& name, const std::string& where) {
         const auto c = static_cast<core::CostClass>(i);
         if (name == core::cost_class_name(c)) return c;
     }
-    bad(where, "unknown cost class '" + name + "' (bbox, radius, features, tile, map, coverage)");
+    bad(where, "unknown cost class '" + name + "' (" + std::string(core::cost_class_list()) + ")");
 }
 
 }  // namespace

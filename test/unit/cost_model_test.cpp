@@ -26,6 +26,11 @@ TEST(CostModel, DefaultModelIsValid) {
     EXPECT_STREQ(cost_class_name(CostClass::Tile), "tile");
 }
 
+TEST(CostModel, ClassListNamesEveryClass) {
+    // The gate's "unknown cost class" error lists these: all eleven, in order.
+    EXPECT_STREQ(cost_class_list(), "bbox, radius, features, tile, map, coverage, scan, join, encode, distance, worker");
+}
+
 TEST(CostModel, InvalidModelsAreNamed) {
     CostModel m = default_cost_model();
     m.of(CostClass::Bbox).per_row = -1;

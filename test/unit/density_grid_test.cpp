@@ -1,6 +1,8 @@
 // The density grid (core/density_grid.hpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -92,4 +94,62 @@ TEST(DensityGrid, DenseQuantileIsAtLeastTheMean) {
     EXPECT_GE(dense, mean * 0.9);
     EXPECT_LT(dense, 10000);
     EXPECT_LE(density_rows_around_dense(g.data(), g.size(), 0.002, 0.002, 0.5), dense);
+}
+
+TEST(DensityGrid, ProbeSizeIsAreaWeightedAndAtLeastTheMean) {
+    Layer l = city_and_background();
+    // 99 small boxes of 0.01 and one of 1.0: mean 0.0199, area-weighted sqrt(E[w·h]) ≈ 0.1.
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.0199, 0.0199,
+                                0.1, 0.1);
+    double mw, mh, pw, ph;
+    ASSERT_TRUE(density_mean_size(g.data(), g.size(), &mw, &mh));
+    ASSERT_TRUE(density_probe_size(g.data(), g.size(), &pw, &ph));
+    EXPECT_DOUBLE_EQ(mw, 0.0199);
+    EXPECT_DOUBLE_EQ(pw, 0.1);
+    EXPECT_DOUBLE_EQ(ph, 0.1);
+    // Not given (or below the mean, or not finite): the mean.
+    auto h = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.02, 0.03, 0.01,
+                                std::nan(""));
+    ASSERT_TRUE(density_probe_size(h.data(), h.size(), &pw, &ph));
+    EXPECT_DOUBLE_EQ(pw, 0.02);
+    EXPECT_DOUBLE_EQ(ph, 0.03);
+    EXPECT_FALSE(density_probe_size(nullptr, 0, &pw, &ph));
+}
+
+TEST(DensityGrid, ReadsFormatTwoBlobs) {
+    // Format 2 ended after the per-level cell counts, without the probe size: drop those 16 bytes
+    // (the header's last two doubles) and the version, and it still answers, probing by the mean size.
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.02, 0.02, 0.5,
+                                0.5);
+    const double rows = density_rows(g.data(), g.size(), 9.9, 49.9, 10.1, 50.1);
+    const std::size_t header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1);  // 172, padded to 176 in v2
+    const std::size_t v2_header = (header + 7) / 8 * 8;
+    std::vector<unsigned char> v2(g.begin(), g.begin() + v2_header);
+    v2.insert(v2.end(), g.begin() + v2_header + 16, g.end());
+    const std::uint32_t two = 2;
+    std::memcpy(&v2[4], &two, 4);
+    EXPECT_DOUBLE_EQ(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), rows);
+    double pw, ph;
+    ASSERT_TRUE(density_probe_size(v2.data(), v2.size(), &pw, &ph));
+    EXPECT_DOUBLE_EQ(pw, 0.02);
+    // An unknown version is not a grid.
+    const std::uint32_t nine = 9;
+    std::memcpy(&v2[4], &nine, 4);
+    EXPECT_LT(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), 0);
+}
+
+TEST(DensityGrid, DenseSpotIsTheCrowdNotACoarseCellsAverage) {
+    // A box the size of the city's core, centred where the densest rows are, holds about what a box
+    // centred on the city holds (the coarse cell's average spread the core over a far larger area).
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    const double want = exact(l, 9.99, 49.99, 10.01, 50.01);
+    const double got = density_rows_around_dense(g.data(), g.size(), 0.02, 0.02, 0.9);
+    EXPECT_GT(got, 0.5 * want);
+    EXPECT_LT(got, 1.5 * want);
+    // The densest spot (q = 1) holds at least as much; an empty layer nothing.
+    EXPECT_GE(density_rows_around_dense(g.data(), g.size(), 0.02, 0.02, 1.0), 0.9 * got);
+    auto e = build_density_grid(nullptr, nullptr, 0, {0, 0, 1, 1});
+    EXPECT_EQ(density_rows_around_dense(e.data(), e.size(), 0.02, 0.02, 0.9), 0);
 }

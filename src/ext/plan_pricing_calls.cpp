@@ -1,0 +1,309 @@
+// Recording the priced PostGIS calls of a plan (a radius search, a box
+// filter, a tile envelope, MVT geometry) with their arguments' values for
+// this execution, for the calls' fixed terms and the explanation.
+#include "ext/plan_pricing_walk.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/geo.hpp"
+#include "ext/density_grid.hpp"
+#include "ext/srs_units.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "utils/memutils.h"
+}
+
+namespace ot::ext::plan {
+
+core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role) {
+    if (w->ncalls == w->capacity) {
+        w->capacity = w->capacity == 0 ? 8 : w->capacity * 2;
+        const size_t bytes = sizeof(core::PricedCall) * w->capacity;
+        w->calls = static_cast<core::PricedCall*>(w->calls == nullptr ? MemoryContextAlloc(walk_context(w), bytes)
+                                                                       : repalloc(w->calls, bytes));
+    }
+    core::PricedCall* c = &w->calls[w->ncalls++];
+    *c = core::PricedCall{};
+    c->kind = kind;
+    c->function = gis_role_name(role);
+    c->known = false;
+    c->zoom = -1;
+    c->same_as = -1;
+    c->rows = -1;
+    return c;
+}
+
+namespace {
+
+core::Box to_box(const GisBox& b) { return {b.xmin, b.ymin, b.xmax, b.ymax, b.srid}; }
+
+double area_of(const GisBox& b) {
+    if (core::bbox_problem(b.xmin, b.ymin, b.xmax, b.ymax) != nullptr) return -1;
+    const core::Srs srs = srs_for_box(b.srid, b.xmin, b.ymin, b.xmax, b.ymax);
+    return core::bbox_area_km2(srs, b.xmin, b.ymin, b.xmax, b.ymax);
+}
+
+// A call priced by the area of a box known now; false when the box is unusable.
+bool priced_by_box(core::PricedCall* c, const GisBox& box) {
+    const double area = area_of(box);
+    if (area < 0) return false;
+    c->known = true;
+    c->area_km2 = area;
+    c->has_box = true;
+    c->box = to_box(box);
+    return true;
+}
+
+// A geometry side of a call: evaluated if it can be, else its column's SRID.
+struct Side {
+    bool evaluated;
+    bool has_box;
+    GisBox box;
+    int32 srid;
+    Datum value;  // when evaluated
+};
+
+Side read_geometry(Walk* w, Node* e) {
+    Side s{false, false, {}, 0, 0};
+    Datum d;
+    if (!column_walker(e, w) && eval(w, e, &d)) {
+        s.evaluated = true;
+        s.value = d;
+        s.has_box = geometry_box(d, &s.box);
+        s.srid = s.has_box ? s.box.srid : geometry_srid(d);
+    } else {
+        s.srid = srid_from_typmod(exprTypmod(e));
+    }
+    return s;
+}
+
+// The base-table column a search runs over, when that side is one: the key to
+// PostGIS's statistics for it.
+bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
+    while (IsA(e, RelabelType)) e = reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(e)->arg);
+    if (!IsA(e, Var)) return false;
+    auto* v = reinterpret_cast<Var*>(e);
+    // Scan-level Vars name their range table entry; join-level ones (INNER_VAR…) do not.
+    if (v->varno < 1 || v->varno > list_length(w->rtable) || v->varattno <= 0) return false;
+    RangeTblEntry* rte = rt_fetch(v->varno, w->rtable);
+    if (rte->rtekind != RTE_RELATION) return false;
+    *relid = rte->relid;
+    *attnum = v->varattno;
+    return true;
+}
+
+// Rows a search over a base column meets: its density grid's count when it
+// has one. Otherwise, when the planner saw the search's
+// value (a literal, a folded constant, a custom plan), its estimate for the
+// scan — made by PostGIS's own selectivity function — is already in the plan,
+// for free. A generic plan estimated a parameter blindly: then ask PostGIS for
+// this execution's value (about 100 µs), once per distinct box per statement.
+double rows_met(Walk* w, Node* column, Node* search, Datum search_geometry, const core::Box& box,
+                            core::RowsSource* source) {
+    Oid relid;
+    AttrNumber attnum;
+    if (!base_column(w, column, &relid, &attnum)) return -1;
+    // The column's density grid first: the number the plan-wide scan uses too.
+    const double grid = density_grid_rows(relid, attnum, box.xmin, box.ymin, box.xmax, box.ymax);
+    if (grid >= 0) {
+        *source = core::RowsSource::Grid;
+        return grid;
+    }
+    if (!param_walker(search, nullptr)) {
+        *source = core::RowsSource::Plan;
+        return has_statistics(relid, attnum) ? w->plan_rows : -1;
+    }
+    *source = core::RowsSource::Statistics;
+    const double before = rows_asked_before(w, box, w->ncalls - 1);
+    return before >= 0 ? before : estimated_rows(relid, attnum, search_geometry);
+}
+
+void on_dwithin(Walk* w, GisRole role, List* args) {
+    core::PricedCall* c = add_call(w, core::CallKind::Radius, role);
+    if (list_length(args) < 3) return;
+    double r;
+    if (!eval_float8(w, static_cast<Node*>(lthird(args)), &r) || !std::isfinite(r) || r < 0) return;
+    if (role == GisRole::DWithinGeography) {
+        c->radius_m = r;
+        c->known = true;
+        return;
+    }
+    Side a = read_geometry(w, static_cast<Node*>(linitial(args)));
+    Side b = read_geometry(w, static_cast<Node*>(lsecond(args)));
+    const Side& point = a.evaluated ? a : b;
+    const int32 srid = a.srid != 0 ? a.srid : b.srid;
+    // Unknown units: a radius that could be degrees is read as degrees (dearer).
+    const core::Srs srs = srid > 0 ? srs_for(srid) : (r <= 180 ? core::kDegrees : core::kMetres);
+    c->radius_m = core::radius_metres(srs, r);
+    c->known = true;
+    if (point.has_box) {
+        // The box ST_DWithin's index condition (geom && ST_Expand(point, r)) searches.
+        c->has_box = true;
+        c->box = {point.box.xmin - r, point.box.ymin - r, point.box.xmax + r, point.box.ymax + r, point.box.srid};
+        // The planner's rows for the scan are what is left after the radius
+        // filter, not what the search meets; the index condition it derives
+        // (the same box, as an && term) carries those. Only a parameter, which
+        // the generic plan could not see, needs PostGIS asked directly.
+        Node* column = static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args));
+        const bool blind = param_walker(reinterpret_cast<Node*>(args), nullptr);
+        Datum expanded;
+        if (blind && role == GisRole::DWithinGeometry && expand_geometry(point.value, r, &expanded))
+            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), expanded, c->box, &c->rows_source);
+    }
+}
+
+void on_bbox_filter(Walk* w, GisRole role, List* args) {
+    if (list_length(args) != 2) return;
+    Node* a = static_cast<Node*>(linitial(args));
+    Node* b = static_cast<Node*>(lsecond(args));
+    const bool ca = column_walker(a, w), cb = column_walker(b, w);
+    if (ca && cb) return;  // column against column: a join, not a box filter
+    core::PricedCall* c = add_call(w, core::CallKind::Bbox, role);
+    Side s = read_geometry(w, ca ? b : a);
+    if (!s.evaluated) return;  // a subquery or runtime value: unknown
+    if (!s.has_box) {          // an empty geometry matches nothing
+        c->known = true;
+        c->area_km2 = 0;
+        return;
+    }
+    if (!priced_by_box(c, s.box)) return;
+    c->rows = rows_met(w, ca ? a : b, ca ? b : a, s.value, c->box, &c->rows_source);
+}
+
+void on_make_envelope(Walk* w, Node* call) {
+    core::PricedCall* c = add_call(w, core::CallKind::Bbox, GisRole::MakeEnvelope);
+    Datum d;
+    GisBox box;
+    if (eval(w, call, &d) && geometry_box(d, &box)) priced_by_box(c, box);
+}
+
+void on_tile_envelope(Walk* w, Node* call, List* args) {
+    w->builds_tiles = true;
+    core::PricedCall* c = add_call(w, core::CallKind::Tile, GisRole::TileEnvelope);
+    int64 zoom;
+    if (list_length(args) < 1 || !eval_int(w, static_cast<Node*>(linitial(args)), &zoom)) return;
+    if (zoom < 0 || zoom > core::kMaxZoom) return;  // ST_TileEnvelope itself will refuse it
+    c->zoom = static_cast<int>(zoom);
+    c->known = true;
+    Datum d;
+    GisBox box;
+    if (eval(w, call, &d) && geometry_box(d, &box)) {
+        c->has_box = true;
+        c->box = to_box(box);
+    }
+}
+
+void on_mvt_geom(Walk* w, List* args) {
+    w->builds_tiles = true;
+    core::PricedCall* c = add_call(w, core::CallKind::Tile, GisRole::AsMVTGeom);
+    Datum d;
+    GisBox box;
+    if (list_length(args) < 2 || !eval(w, static_cast<Node*>(lsecond(args)), &d) || !box2d_box(d, &box)) return;
+    // box2d carries no SRID: take the geometry column's, else guess (tile
+    // bounds are nearly always Web Mercator metres).
+    box.srid = srid_from_typmod(exprTypmod(static_cast<Node*>(linitial(args))));
+    if (box.srid == 0)
+        box.srid = core::guess_unknown_srs(box.xmin, box.ymin, box.xmax, box.ymax).units == core::Units::Linear ? 3857
+                                                                                                            : 4326;
+    priced_by_box(c, box);
+}
+
+bool expr_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    if (IsA(node, FuncExpr)) {
+        auto* f = reinterpret_cast<FuncExpr*>(node);
+        GisRole role = gis_role(f->funcid);
+        w->saw_postgis |= role != GisRole::None;
+        switch (role) {
+            case GisRole::DWithinGeometry:
+            case GisRole::DWithinGeography:
+            case GisRole::DWithinText: on_dwithin(w, role, f->args); break;
+            case GisRole::IntersectsGeometry: on_bbox_filter(w, role, f->args); break;
+            case GisRole::MakeEnvelope: on_make_envelope(w, node); break;
+            case GisRole::TileEnvelope: on_tile_envelope(w, node, f->args); break;
+            case GisRole::AsMVTGeom: on_mvt_geom(w, f->args); break;
+            default: break;
+        }
+    } else if (IsA(node, OpExpr)) {
+        auto* o = reinterpret_cast<OpExpr*>(node);
+        if (o->opfuncid == InvalidOid) set_opfuncid(o);
+        const GisRole role = gis_role(o->opfuncid);
+        w->saw_postgis |= role != GisRole::None;
+        if (role == GisRole::OverlapsGeometry) on_bbox_filter(w, GisRole::OverlapsGeometry, o->args);
+    } else if (IsA(node, Aggref)) {
+        w->saw_postgis |= gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) != GisRole::None;
+        if (gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) == GisRole::AsMVT) {
+            w->builds_tiles = true;
+            w->asmvt = true;
+        }
+    }
+    return expression_tree_walker(node, as_walker(expr_walker), w);
+}
+
+void walk_exprs(Node* n, Walk* w) {
+    if (n != nullptr) expr_walker(n, w);
+}
+
+void on_limit(Walk* w, Limit* l) {
+    // LIMIT n OFFSET m reads n + m rows; of several LIMITs the largest bounds the work.
+    int64 count;
+    const double rows = limit_rows(w, l, &count);
+    if (rows >= 0) w->limit = std::max(w->limit, rows);
+}
+
+
+// The expressions a plan node of type T keeps in `field`, besides its
+// targetlist and qual.
+template <class T, class M>
+void walk_member(Plan* p, M T::*field, Walk* w) {
+    walk_exprs(reinterpret_cast<Node*>(reinterpret_cast<T*>(p)->*field), w);
+}
+
+void walk_plans(List* plans, Walk* w) {
+    ListCell* lc;
+    foreach (lc, plans) walk_plan(static_cast<Plan*>(lfirst(lc)), w);
+}
+
+}  // namespace
+
+void walk_plan(Plan* p, Walk* w) {
+    if (p == nullptr) return;
+    check_stack_depth();
+    w->plan_rows = p->plan_rows;
+    walk_exprs(reinterpret_cast<Node*>(p->targetlist), w);
+    walk_exprs(reinterpret_cast<Node*>(p->qual), w);
+    switch (nodeTag(p)) {
+        case T_IndexScan: walk_member(p, &IndexScan::indexqualorig, w); break;
+        case T_IndexOnlyScan: walk_member(p, &IndexOnlyScan::indexqual, w); break;
+        case T_BitmapIndexScan: walk_member(p, &BitmapIndexScan::indexqualorig, w); break;
+        case T_BitmapHeapScan: walk_member(p, &BitmapHeapScan::bitmapqualorig, w); break;
+        case T_FunctionScan: walk_member(p, &FunctionScan::functions, w); break;
+        case T_ValuesScan: walk_member(p, &ValuesScan::values_lists, w); break;
+        case T_SubqueryScan: walk_plan(reinterpret_cast<SubqueryScan*>(p)->subplan, w); break;
+        case T_Append: walk_plans(reinterpret_cast<Append*>(p)->appendplans, w); break;
+        case T_MergeAppend: walk_plans(reinterpret_cast<MergeAppend*>(p)->mergeplans, w); break;
+        case T_BitmapAnd: walk_plans(reinterpret_cast<BitmapAnd*>(p)->bitmapplans, w); break;
+        case T_BitmapOr: walk_plans(reinterpret_cast<BitmapOr*>(p)->bitmapplans, w); break;
+        case T_CustomScan: walk_plans(reinterpret_cast<CustomScan*>(p)->custom_plans, w); break;
+        case T_NestLoop: {
+            ListCell* lc;
+            foreach (lc, reinterpret_cast<NestLoop*>(p)->nestParams)
+                w->nestloop_params = bms_add_member(w->nestloop_params, lfirst_node(NestLoopParam, lc)->paramno);
+            walk_member(p, &Join::joinqual, w);
+            break;
+        }
+        case T_MergeJoin:
+        case T_HashJoin: walk_member(p, &Join::joinqual, w); break;
+        case T_Limit: on_limit(w, reinterpret_cast<Limit*>(p)); break;
+        case T_Result: walk_exprs(reinterpret_cast<Result*>(p)->resconstantqual, w); break;
+        default: break;
+    }
+    walk_plan(p->lefttree, w);
+    walk_plan(p->righttree, w);
+}
+
+}  // namespace ot::ext::plan

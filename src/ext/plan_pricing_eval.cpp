@@ -1,0 +1,136 @@
+// Evaluating a pricing argument before execution, with this execution's
+// parameters: only Var-free, non-volatile expressions (a column or an outer
+// row's value is known only while the plan runs).
+#include "ext/plan_pricing_walk.hpp"
+
+#include <algorithm>
+
+#include "ext/direct_eval.hpp"
+
+extern "C" {
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+}
+
+namespace ot::ext::plan {
+namespace {
+
+bool not_evaluable_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    switch (nodeTag(node)) {
+        case T_Var:
+        case T_SubPlan:
+        case T_AlternativeSubPlan:
+        case T_SubLink:
+        case T_Aggref:
+        case T_WindowFunc:
+        case T_GroupingFunc:
+        case T_CurrentOfExpr:
+        case T_NextValueExpr:
+            return true;
+        case T_Param: {
+            auto* p = reinterpret_cast<Param*>(node);
+            return p->paramkind != PARAM_EXTERN || w->params == nullptr;
+        }
+        default:
+            break;
+    }
+    return expression_tree_walker(node, as_walker(not_evaluable_walker), w);
+}
+
+bool evaluable(Node* e, Walk* w) {
+    return !not_evaluable_walker(e, w) && !contain_volatile_functions(e);
+}
+
+}  // namespace
+
+MemoryContext walk_context(Walk* w) {
+    if (w->eval_cxt == nullptr)
+        w->eval_cxt = AllocSetContextCreate(CurrentMemoryContext, "ogc_throttle pricing", ALLOCSET_SMALL_SIZES);
+    return w->eval_cxt;
+}
+
+// A column of this row, or of the outer row of a nested loop (which the
+// planner passes to the inner side as a PARAM_EXEC).
+bool column_walker(Node* node, Walk* w) {
+    if (node == nullptr) return false;
+    if (IsA(node, Var)) return true;
+    if (IsA(node, Param)) {
+        auto* p = reinterpret_cast<Param*>(node);
+        return p->paramkind == PARAM_EXEC && bms_is_member(p->paramid, w->nestloop_params);
+    }
+    return expression_tree_walker(node, as_walker(column_walker), w);
+}
+
+bool param_walker(Node* node, void*) {
+    if (node == nullptr) return false;
+    if (IsA(node, Param)) return true;
+    return expression_tree_walker(node, as_walker(param_walker), nullptr);
+}
+
+// Evaluates a Var-free, non-volatile expression with this execution's
+// parameters; the result lives in w->eval_cxt.
+bool eval(Walk* w, Node* e, Datum* out) {
+    if (IsA(e, Const)) {
+        auto* c = reinterpret_cast<Const*>(e);
+        *out = c->constvalue;
+        return !c->constisnull;
+    }
+    if (!evaluable(e, w)) return false;
+    MemoryContext old = MemoryContextSwitchTo(walk_context(w));
+    bool direct_null = false;
+    if (direct_eval(e, w->params, out, &direct_null)) {
+        MemoryContextSwitchTo(old);
+        return !direct_null;
+    }
+    ExprState* state = ExecInitExprWithParams(reinterpret_cast<Expr*>(e), w->params);
+    ExprContext* econtext = CreateStandaloneExprContext();
+    econtext->ecxt_param_list_info = w->params;  // read at run time by PARAM_EXTERN steps
+    bool isnull = false;
+    Datum d = ExecEvalExprSwitchContext(state, econtext, &isnull);
+    if (!isnull) {
+        int16 typlen;
+        bool typbyval;
+        get_typlenbyval(exprType(e), &typlen, &typbyval);
+        d = datumCopy(d, typbyval, typlen);
+    }
+    FreeExprContext(econtext, true);
+    MemoryContextSwitchTo(old);
+    *out = d;
+    return !isnull;
+}
+
+bool eval_float8(Walk* w, Node* e, double* out) {
+    Datum d;
+    if (exprType(e) != FLOAT8OID || !eval(w, e, &d)) return false;
+    *out = DatumGetFloat8(d);
+    return true;
+}
+
+bool eval_int(Walk* w, Node* e, int64* out) {
+    Datum d;
+    const Oid t = exprType(e);
+    if ((t != INT4OID && t != INT8OID && t != INT2OID) || !eval(w, e, &d)) return false;
+    *out = t == INT8OID ? DatumGetInt64(d) : t == INT4OID ? DatumGetInt32(d) : DatumGetInt16(d);
+    return true;
+}
+
+double limit_rows(Walk* w, Limit* l, int64* count) {
+    int64 offset = 0;
+    *count = -1;
+    if (l->limitCount == nullptr || !eval_int(w, l->limitCount, count)) return (*count = -1);
+    if (l->limitOffset != nullptr && !eval_int(w, l->limitOffset, &offset)) return (*count = -1);
+    return static_cast<double>(std::max<int64>(*count, 0)) + static_cast<double>(std::max<int64>(offset, 0));
+}
+
+double rows_asked_before(const Walk* w, const core::Box& box, int ncalls) {
+    for (int i = 0; i < ncalls; i++)
+        if (w->calls[i].rows >= 0 && w->calls[i].has_box && core::same_box(w->calls[i].box, box)) return w->calls[i].rows;
+    return -1;
+}
+
+}  // namespace ot::ext::plan

@@ -1,0 +1,203 @@
+// Plan-wide pricing, node by node: every scan from the rows it reads (see
+// plan_pricing_scans.cpp), times the times it runs (the inner side of a
+// nested loop runs once per outer row), summed over parallel workers; a LIMIT
+// bounds a scan only through nodes that stream (no sort, hash or aggregate
+// between). Per-row work of dear operators is counted apart: exact spatial
+// predicates (geography ones in full, geometry ones at a tenth), output
+// encoding (MVT geometry, GeoJSON, text, reprojection), and rows through
+// joins, sorts and aggregates.
+#include "ext/plan_pricing_walk.hpp"
+
+#include <algorithm>
+
+#include "ext/density_grid.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+}
+
+namespace ot::ext::plan {
+namespace {
+
+void add_upper(PlanCtx* c, double rows, double loops) {
+    c->f.rows[static_cast<int>(core::CostClass::Join)] += rows * loops;
+}
+
+double capped(double rows, double cap) { return cap >= 0 ? std::min(rows, cap) : rows; }
+
+double parallel_divisor(int workers) {
+    double d = workers;
+    const double leader = 1.0 - 0.3 * workers;
+    if (leader > 0) d += leader;
+    return std::max(1.0, d);
+}
+
+double visit_list(PlanCtx* c, List* plans, double loops, double cap, double par) {
+    double out = 0;
+    ListCell* lc;
+    foreach (lc, plans) out += visit(c, static_cast<Plan*>(lfirst(lc)), loops, cap, par);
+    return out;
+}
+
+}  // namespace
+
+double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
+    if (p == nullptr) return 0;
+    check_stack_depth();
+    const ExprFacts tf = facts_of(reinterpret_cast<Node*>(p->targetlist));
+    const ExprFacts qf = facts_of(reinterpret_cast<Node*>(p->qual));
+    double out = 0;
+    double processed = 0;  // rows this node looks at (for correlated subplans in its expressions)
+    switch (nodeTag(p)) {
+        case T_SeqScan:
+        case T_SampleScan: out = visit_seq_scan(c, p, loops, cap, par, qf, &processed); break;
+        case T_IndexScan:
+        case T_IndexOnlyScan:
+        case T_BitmapHeapScan: out = visit_index_scan(c, p, loops, cap, par, qf, &processed); break;
+        case T_SubqueryScan:
+            out = visit(c, reinterpret_cast<SubqueryScan*>(p)->subplan, loops, cap, par);
+            processed = out;
+            break;
+        case T_FunctionScan:
+        case T_ValuesScan:
+        case T_CteScan:
+        case T_WorkTableScan:
+        case T_NamedTuplestoreScan:
+        case T_TableFuncScan:
+        case T_TidScan:
+        case T_TidRangeScan:
+        case T_ForeignScan:
+        case T_CustomScan:
+            c->source = core::RowsSource::Plan;
+            out = price_scan(c, planned(p, par), planned(p, par), loops, cap, qf);
+            processed = out;
+            break;
+        case T_NestLoop: {
+            c->have_last_box = false;
+            const double outer = visit(c, p->lefttree, loops, -1, par);
+            const JoinType jt = reinterpret_cast<Join*>(p)->jointype;
+            const bool one = jt == JOIN_SEMI || jt == JOIN_ANTI || reinterpret_cast<Join*>(p)->inner_unique;
+            const bool saved_have = c->have_join_box;
+            const GisBox saved_box = c->join_box;
+            const Oid saved_rel = c->join_rel;
+            const AttrNumber saved_att = c->join_att;
+            c->have_join_box = c->have_last_box;
+            c->join_box = c->last_box;
+            c->join_rel = c->last_rel;
+            c->join_att = c->last_att;
+            // The outer rows found in a box reach out of it by their own size: the big ones, which
+            // hold most of what the inner side reads, by the rows' area-weighted size.
+            double mw, mh;
+            if (c->have_last_box && density_grid_probe_size(c->last_rel, c->last_att, &mw, &mh)) {
+                c->join_box.xmin -= mw / 2, c->join_box.xmax += mw / 2;
+                c->join_box.ymin -= mh / 2, c->join_box.ymax += mh / 2;
+            }
+            const double inner = visit(c, p->righttree, loops * std::max(1.0, outer), one ? 1 : -1, 1.0);
+            c->have_join_box = saved_have;
+            c->join_box = saved_box;
+            c->join_rel = saved_rel;
+            c->join_att = saved_att;
+            // Every inner row found is a result unless a join condition remains to be checked.
+            const bool all_pushed_down = reinterpret_cast<Join*>(p)->joinqual == NIL && p->qual == NIL;
+            out = capped(all_pushed_down ? std::max(1.0, outer) * inner : planned(p, par), cap);
+            add_upper(c, out, loops);
+            processed = outer + inner;
+            break;
+        }
+        case T_HashJoin:
+        case T_MergeJoin: {
+            const double outer = visit(c, p->lefttree, loops, -1, par);
+            const double inner = visit(c, p->righttree, loops, -1, par);
+            out = capped(planned(p, par), cap);
+            add_upper(c, outer + inner + out, loops);
+            processed = outer + inner;
+            break;
+        }
+        case T_Hash:
+        case T_Sort:
+        case T_IncrementalSort:
+        case T_Material: {
+            const double in = visit(c, p->lefttree, loops, -1, par);
+            add_upper(c, in, loops);
+            out = capped(in, cap);
+            processed = in;
+            break;
+        }
+        case T_Agg:
+        case T_WindowAgg:
+        case T_Group:
+        case T_SetOp:
+        case T_Unique: {
+            const double in = visit(c, p->lefttree, loops, -1, par);
+            add_upper(c, in, loops);
+            out = capped(std::min(in, std::max(1.0, planned(p, par))), cap);
+            processed = in;
+            // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row.
+            if (tf.encode) c->f.rows[static_cast<int>(core::CostClass::Encode)] += in * loops;
+            break;
+        }
+        case T_Limit: {
+            int64 count;
+            const double lim = limit_rows(c->w, reinterpret_cast<Limit*>(p), &count);
+            const double child_cap = lim < 0 ? cap : cap < 0 ? lim : std::min(cap, lim);
+            const double in = visit(c, p->lefttree, loops, child_cap, par);
+            out = count >= 0 ? std::min(in, static_cast<double>(count)) : in;
+            processed = in;
+            break;
+        }
+        case T_Gather:
+            c->f.calls[static_cast<int>(core::CostClass::Worker)] += loops * reinterpret_cast<Gather*>(p)->num_workers;
+            out = visit(c, p->lefttree, loops, cap, parallel_divisor(reinterpret_cast<Gather*>(p)->num_workers));
+            processed = out;
+            break;
+        case T_GatherMerge:
+            c->f.calls[static_cast<int>(core::CostClass::Worker)] += loops * reinterpret_cast<GatherMerge*>(p)->num_workers;
+            out = visit(c, p->lefttree, loops, cap, parallel_divisor(reinterpret_cast<GatherMerge*>(p)->num_workers));
+            processed = out;
+            break;
+        case T_Append:
+            out = visit_list(c, reinterpret_cast<Append*>(p)->appendplans, loops, cap, par);
+            processed = out;
+            break;
+        case T_MergeAppend:
+            out = visit_list(c, reinterpret_cast<MergeAppend*>(p)->mergeplans, loops, cap, par);
+            processed = out;
+            break;
+        case T_RecursiveUnion:
+        case T_BitmapAnd:
+        case T_BitmapOr:
+        case T_BitmapIndexScan:
+        default: {
+            const double l = visit(c, p->lefttree, loops, p->righttree == nullptr ? cap : -1, par);
+            const double r = visit(c, p->righttree, loops, -1, par);
+            out = p->lefttree != nullptr && p->righttree == nullptr ? l : capped(planned(p, par), cap);
+            processed = l + r;
+            if (p->lefttree == nullptr) out = capped(std::max(1.0, planned(p, par)), cap);
+            break;
+        }
+    }
+    if (tf.encode && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
+        c->f.rows[static_cast<int>(core::CostClass::Encode)] += out * loops;
+    for (const ExprFacts* f : {&tf, &qf})
+        for (int i = 0; i < f->nsub; i++)
+            if (f->sub[i] >= 1 && f->sub[i] <= kMaxSubplans)
+                c->subplan_loops[f->sub[i] - 1] = std::max(c->subplan_loops[f->sub[i] - 1], loops * std::max(1.0, processed));
+    return out;
+}
+
+core::PlanFeatures plan_features(PlannedStmt* stmt, Walk* w, double rows_by[core::kRowsSources]) {
+    PlanCtx c{};
+    c.w = w;
+    visit(&c, stmt->planTree, 1, -1, 1);
+    int id = 0;
+    ListCell* lc;
+    foreach (lc, stmt->subplans) {
+        const double loops = id < kMaxSubplans && c.subplan_loops[id] > 0 ? c.subplan_loops[id] : 1;
+        visit(&c, static_cast<Plan*>(lfirst(lc)), loops, -1, 1);
+        id++;
+    }
+    for (int i = 0; i < core::kRowsSources; i++) rows_by[i] = c.rows_by[i];
+    return c.f;
+}
+
+}  // namespace ot::ext::plan

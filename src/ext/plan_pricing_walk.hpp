@@ -1,0 +1,133 @@
+// Internal to plan pricing (src/ext/plan_pricing*.cpp): the state of one
+// statement's walk and the pieces the files share. plan_pricing.hpp is the
+// interface the rest of the extension uses.
+//
+//   plan_pricing_eval.cpp    evaluating arguments before execution
+//   plan_pricing_calls.cpp   recording the priced PostGIS calls (radius, box, tile)
+//   plan_pricing_search.cpp  scan selectivity: what an index condition searches, rows it meets
+//   plan_pricing_scans.cpp   rows read by each scan node
+//   plan_pricing_nodes.cpp   joins and loops, per-row operators, LIMIT, parallel workers
+//   plan_pricing.cpp         the statement's price and its explanation
+#pragma once
+#include "ext/pg.hpp"
+
+#include "core/statement_cost.hpp"
+#include "ext/postgis_functions.hpp"
+
+extern "C" {
+#include "nodes/params.h"
+#include "nodes/plannodes.h"
+}
+
+namespace ot::ext::plan {
+
+struct Walk {
+    ParamListInfo params;
+    List* rtable;
+    MemoryContext eval_cxt;  // created on the first priced call
+    core::PricedCall* calls;
+    int ncalls;
+    int capacity;
+    bool builds_tiles;
+    bool asmvt;
+    double limit;
+    Bitmapset* nestloop_params;  // PARAM_EXEC ids that carry an outer row's column
+    double plan_rows;            // the planner's row estimate for the node being walked
+    bool saw_postgis;            // a recognised PostGIS function or operator appears in the plan
+};
+
+// PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
+// through void (*)() is the sanctioned generic function-pointer cast.
+using Walker = bool (*)();
+template <class F>
+Walker as_walker(F* f) {
+    return reinterpret_cast<Walker>(reinterpret_cast<void (*)()>(f));
+}
+
+// ---- plan_pricing_eval.cpp
+MemoryContext walk_context(Walk* w);
+// A column of this row, or of the outer row of a nested loop.
+bool column_walker(Node* node, Walk* w);
+// Any parameter (a generic plan's estimates are blind to its value).
+bool param_walker(Node* node, void*);
+// A Var-free, non-volatile expression's value with this execution's
+// parameters (allocated in walk_context); false when unknown or NULL.
+bool eval(Walk* w, Node* e, Datum* out);
+bool eval_float8(Walk* w, Node* e, double* out);
+bool eval_int(Walk* w, Node* e, int64* out);
+// LIMIT n OFFSET m: n + m rows read, or negative when either is unknown.
+double limit_rows(Walk* w, Limit* l, int64* count);
+// Rows a previous call of this statement already asked PostGIS for, for the same box; negative if none.
+double rows_asked_before(const Walk* w, const core::Box& box, int ncalls);
+
+// ---- plan_pricing_calls.cpp
+core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role);
+// Records every priced call of the plan tree below p.
+void walk_plan(Plan* p, Walk* w);
+
+// ---- plan-wide pricing (search, scans, nodes)
+constexpr int kMaxSubplans = 64;
+
+struct PlanCtx {
+    Walk* w;
+    core::PlanFeatures f;
+    double subplan_loops[kMaxSubplans];  // by plan_id - 1
+    bool have_last_box;                  // the box the last spatial scan walked searched
+    GisBox last_box;
+    Oid last_rel;  // ... of this relation's column
+    AttrNumber last_att;
+    bool have_join_box;  // the outer side's search box, for the inner side of a spatial join
+    GisBox join_box;
+    Oid join_rel;  // ... of this relation's column
+    AttrNumber join_att;
+    core::RowsSource source;             // of the scan being priced
+    double rows_by[core::kRowsSources];  // scan rows read, by where the number came from
+};
+
+// What an expression list computes, for the per-row classes.
+struct ExprFacts {
+    bool geog_pred;
+    bool geom_pred;
+    bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
+    bool encode;
+    int nsub;
+    int sub[8];  // plan_ids of correlated SubPlans
+};
+ExprFacts facts_of(Node* n);
+
+// A spatial index condition's search of this scan's column.
+struct Search {
+    AttrNumber attnum;
+    GisBox box;
+    bool geography;
+    Datum geometry;   // the searched box as a geometry (0 for geography)
+    bool from_param;  // the searched value is a parameter: the (generic) plan's estimates are blind to it
+};
+
+double reltuples_of(Oid relid);
+Oid scan_relation(PlanCtx* c, Plan* p);
+inline double planned(Plan* p, double par) { return p->plan_rows > 0 ? p->plan_rows * par : 0.0; }
+
+bool geography_radius_search(PlanCtx* c, List* quals, Index scanrelid, Search* out);
+bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out);
+bool outer_centre_search(PlanCtx* c, List* quals, List* filter, Index scanrelid, AttrNumber* attnum, double* w,
+                         double* h);
+bool join_search(PlanCtx* c, List* quals, Index scanrelid, AttrNumber* attnum);
+// Rows a scan's index condition meets: the density grid, else PostGIS's
+// statistics (geometry only), else negative; *source says which.
+double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis, core::RowsSource* source = nullptr);
+
+// ---- plan_pricing_scans.cpp: a scan node's rows read and rows returned.
+double visit_seq_scan(PlanCtx* c, Plan* p, double loops, double cap, double par, const ExprFacts& qf,
+                      double* processed);
+double visit_index_scan(PlanCtx* c, Plan* p, double loops, double cap, double par, const ExprFacts& qf,
+                        double* processed);
+// A scan that reads `read_full` rows to emit `out_full`, stopped at `cap`.
+double price_scan(PlanCtx* c, double read_full, double out_full, double loops, double cap, const ExprFacts& qf);
+
+// ---- plan_pricing_nodes.cpp
+// Rows p returns (per loop), adding what it costs to c->f.
+double visit(PlanCtx* c, Plan* p, double loops, double cap, double par);
+core::PlanFeatures plan_features(PlannedStmt* stmt, Walk* w, double rows_by[core::kRowsSources]);
+
+}  // namespace ot::ext::plan
