@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 tmp=$(mktemp -d); chmod 755 "$tmp"
 export OT_DEMO_RUN=$tmp/run OT_DEMO_PG_PORT=15497 GATE_PORT=18873 ADMIN_PORT=18874 MS_PORT=18875
-cleanup() { "$root/scripts/demo.sh" stop >/dev/null 2>&1; rm -rf "$tmp"; }
+cleanup() { "$root/scripts/demo.sh" stop >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$tmp"; }
 trap cleanup EXIT
 
 "$root/scripts/demo.sh" >"$tmp/demo.out" 2>&1; rc=$?
