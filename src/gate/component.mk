@@ -5,10 +5,13 @@ GATE_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc -pthread
 GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
 GATE_PURE     := text log_line http_head net kvp path canonical request bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage
+# The capabilities rewrite (expat).
+GATE_PURE     += capabilities capabilities_doc capabilities_url
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))
 GATE_LIBS     = -lyaml-cpp -lpugixml -lboost_program_options -lgd -lcrypto -pthread
+GATE_LIBS    += -lexpat
 
 all: bin/ogc-gate
 unit: build/gate/gate_unit
@@ -31,7 +34,7 @@ FUZZ_CXX ?= clang++
 FUZZ_FLAGS = -std=c++17 -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 build/fuzz/gate_parsers: test/fuzz/gate_parsers_fuzz.cpp $(GATE_PURE_SRCS) $(CORE_SRCS)
 	@mkdir -p build/fuzz
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $^ -lyaml-cpp -lpugixml -lgd -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $^ -lyaml-cpp -lpugixml -lgd -lcrypto -lexpat
 
 .PHONY: gate fuzz-gate install-gate clean-gate
 gate: bin/ogc-gate

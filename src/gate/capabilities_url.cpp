@@ -1,0 +1,125 @@
+#include "gate/capabilities_url.hpp"
+
+#include <cctype>
+
+#include "gate/text.hpp"
+
+namespace ot::gate {
+namespace {
+
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+}  // namespace
+
+std::string url_origin(std::string_view url, std::size_t* authority_end) {
+    std::string scheme;
+    std::size_t i = 0;
+    while (i < url.size() && i < 8 && std::isalpha(static_cast<unsigned char>(url[i]))) scheme += lower(url[i++]);
+    if ((scheme != "http" && scheme != "https") || url.substr(i, 3) != "://") return {};
+    i += 3;
+    std::size_t end = url.find_first_of("/?#", i);
+    if (end == std::string_view::npos) end = url.size();
+    std::string_view auth = url.substr(i, end - i);
+    if (auto at = auth.rfind('@'); at != std::string_view::npos) auth.remove_prefix(at + 1);
+    // An escaped or otherwise odd authority is not ours to judge.
+    if (auth.empty() || auth.find_first_of("&;<>\"' \t\r\n\\%") != std::string_view::npos) return {};
+    std::string_view host = auth, port;
+    if (auth.front() == '[') {
+        auto close = auth.find(']');
+        if (close == std::string_view::npos) return {};
+        host = auth.substr(0, close + 1);
+        if (close + 1 < auth.size()) {
+            if (auth[close + 1] != ':') return {};
+            port = auth.substr(close + 2);
+        }
+    } else if (auto colon = auth.rfind(':'); colon != std::string_view::npos) {
+        host = auth.substr(0, colon);
+        port = auth.substr(colon + 1);
+    }
+    for (char c : port)
+        if (!std::isdigit(static_cast<unsigned char>(c))) return {};
+    if (host.empty()) return {};
+    std::string out = scheme + "://";
+    for (char c : host) out += lower(c);
+    out += ':';
+    if (port.empty()) out += scheme == "https" ? "443" : "80";
+    else {
+        std::size_t z = 0;
+        while (z + 1 < port.size() && port[z] == '0') ++z;
+        out += port.substr(z);
+    }
+    if (authority_end) *authority_end = end;
+    return out;
+}
+
+UrlRewriter::UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base) {
+    for (const auto& o : origins) {
+        std::string n = url_origin(o);
+        if (!n.empty()) origins_.push_back(n);
+    }
+    while (!public_base.empty() && public_base.back() == '/') public_base.remove_suffix(1);
+    if (!url_origin(public_base).empty()) base_ = xml_escape(public_base);
+}
+
+bool UrlRewriter::rewrite(std::string_view raw, std::string& out, std::string* matched) const {
+    std::size_t lead = 0;
+    while (lead < raw.size() && is_space(raw[lead])) ++lead;
+    std::size_t end = 0;
+    std::string o = url_origin(raw.substr(lead), &end);
+    if (o.empty()) return false;
+    for (const auto& want : origins_) {
+        if (want != o) continue;
+        out.append(raw.substr(0, lead));
+        out += base_;
+        out.append(raw.substr(lead + end));
+        if (matched && matched->empty()) *matched = o;
+        return true;
+    }
+    return false;
+}
+
+bool UrlRewriter::rewrite_tokens(std::string_view raw, std::string& out, std::string* matched) const {
+    bool any = false;
+    std::size_t i = 0;
+    while (i < raw.size()) {
+        std::size_t j = i;
+        while (j < raw.size() && is_space(raw[j])) ++j;
+        out.append(raw.substr(i, j - i));
+        std::size_t k = j;
+        while (k < raw.size() && !is_space(raw[k])) ++k;
+        std::string_view tok = raw.substr(j, k - j);
+        if (!tok.empty() && !rewrite(tok, out, matched)) out.append(tok);
+        else if (!tok.empty()) any = true;
+        i = k;
+    }
+    return any;
+}
+
+bool scan_start_tag(std::string_view tag, std::vector<RawAttr>& attrs) {
+    attrs.clear();
+    if (tag.size() < 3 || tag[0] != '<') return false;
+    std::size_t i = 1;
+    while (i < tag.size() && !is_space(tag[i]) && tag[i] != '>' && tag[i] != '/') ++i;
+    for (;;) {
+        while (i < tag.size() && is_space(tag[i])) ++i;
+        if (i >= tag.size()) return false;
+        if (tag[i] == '>' || tag[i] == '/') return true;
+        std::size_t n0 = i;
+        while (i < tag.size() && !is_space(tag[i]) && tag[i] != '=') ++i;
+        std::string_view name = tag.substr(n0, i - n0);
+        while (i < tag.size() && is_space(tag[i])) ++i;
+        if (i >= tag.size() || tag[i] != '=') return false;
+        ++i;
+        while (i < tag.size() && is_space(tag[i])) ++i;
+        if (i >= tag.size() || (tag[i] != '"' && tag[i] != '\'')) return false;
+        char q = tag[i++];
+        std::size_t v0 = i;
+        while (i < tag.size() && tag[i] != q) ++i;
+        if (i >= tag.size()) return false;
+        if (name != "xmlns" && name.substr(0, 6) != "xmlns:") attrs.push_back({name, v0, i});
+        ++i;
+    }
+}
+
+}  // namespace ot::gate
