@@ -43,12 +43,16 @@ const char* caps_doc_kind_name(CapsDocKind k) {
 }
 
 struct CapabilitiesRewriter::Impl final : DocSink {
-    explicit Impl(CapabilityLimits l) : doc(std::move(l), *this) {}
+    explicit Impl(CapabilityLimits l) : doc(std::move(l), *this), scanner(doc.urls()) {}
     ~Impl() override { drop_parser(); }
 
     CapsDocRules doc;
+    AddressScanner scanner;
     XML_Parser parser = nullptr;
     bool raw = false;
+    bool scanning = false;         // past the structural part: addresses only
+    bool switch_to_scan = false;   // asked for by the rules, done after XML_Parse returns
+    std::size_t parsed_urls = 0;   // rewritten while parsing
     std::string pending;        // input bytes from `base` on, not yet emitted
     std::uint64_t base = 0;     // input offset of pending[0]
     std::uint64_t total = 0;    // input bytes seen
@@ -75,6 +79,10 @@ struct CapabilitiesRewriter::Impl final : DocSink {
     }
     void set_hold(std::uint64_t off) override { hold = off; }
     void release_hold() override { hold = UINT64_MAX; }
+    void structural_done() override {
+        switch_to_scan = true;
+        XML_StopParser(parser, XML_FALSE);
+    }
     void stop(const std::string& why) override {
         if (!raw && doc.report.reason.empty()) doc.report.reason = why;
         XML_StopParser(parser, XML_FALSE);
@@ -146,9 +154,33 @@ struct CapabilitiesRewriter::Impl final : DocSink {
         drop_parser();
     }
 
+    void scan(const char* data, std::size_t n, std::string& out, bool final) {
+        if (!doc.urls().active()) out.append(data, n);
+        else scanner.feed(data, n, out, final);
+        doc.report.urls_rewritten = parsed_urls + scanner.rewritten;
+        if (doc.report.first_foreign_origin.empty()) doc.report.first_foreign_origin = scanner.first_origin;
+    }
+
+    // The rules have made every structural edit: emit what was parsed, scan the rest.
+    void begin_scan(std::string& out) {
+        emit(std::min(safe, hold), out);
+        parsed_urls = doc.report.urls_rewritten;
+        scanning = true;
+        drop_parser();
+        std::string rest;
+        rest.swap(pending);
+        base += rest.size();
+        edits.clear();
+        scan(rest.data(), rest.size(), out, false);
+    }
+
     void feed(const char* data, std::size_t n, std::string& out) {
         if (raw) {
             out.append(data, n);
+            return;
+        }
+        if (scanning) {
+            scan(data, n, out, false);
             return;
         }
         if (total == 0 && n > 0) {
@@ -165,6 +197,7 @@ struct CapabilitiesRewriter::Impl final : DocSink {
         pending.append(data, n);
         total += n;
         if (XML_Parse(parser, data, static_cast<int>(n), XML_FALSE) != XML_STATUS_OK) {
+            if (switch_to_scan && !edits_out_of_order) return begin_scan(out);
             fail(out);
             return;
         }
@@ -187,11 +220,18 @@ struct CapabilitiesRewriter::Impl final : DocSink {
 
     void finish(std::string& out) {
         if (raw) return;
+        if (scanning) return scan(nullptr, 0, out, true);
         if (!parser) {  // empty body
             give_up("empty body", out);
             return;
         }
-        if (XML_Parse(parser, nullptr, 0, XML_TRUE) != XML_STATUS_OK) return fail(out);
+        if (XML_Parse(parser, nullptr, 0, XML_TRUE) != XML_STATUS_OK) {
+            if (switch_to_scan && !edits_out_of_order) {
+                begin_scan(out);
+                return scan(nullptr, 0, out, true);
+            }
+            return fail(out);
+        }
         if (edits_out_of_order) return give_up("internal: edits out of order", out);
         emit(base + pending.size(), out);
         drop_parser();

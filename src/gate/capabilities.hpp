@@ -11,7 +11,9 @@
 // unknown root, UTF-16, a parse error half-way, a token larger than
 // max_pending) is never broken: what has been emitted is the input with
 // complete edits up to a point every byte before which was parsed, and
-// everything after that point goes out raw.
+// everything after that point goes out raw. Past the sections that carry caps
+// (Service, OperationsMetadata) only addresses are left to rewrite, which a
+// byte scan does (see CapabilityLimits::full_parse).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +45,12 @@ struct CapabilityLimits {
     // Largest run of input held back (one token, or a value being replaced).
     // Past it the rest of the document goes out raw.
     std::size_t max_pending = 1u << 20;
+    // false: once the sections that carry caps are rewritten, the rest of the
+    // document is only scanned for the upstream's addresses (no XML parsing:
+    // several times faster, and a malformed rest gets its addresses rewritten
+    // but is otherwise passed as it came). true: expat parses to the end and a
+    // parse error passes the rest completely unchanged.
+    bool full_parse = false;
 };
 
 // What the gate's caps let it promise: a MaxWidth × MaxHeight map must pass

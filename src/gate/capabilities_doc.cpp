@@ -84,6 +84,8 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
     if (frames_.empty()) {
         classify_root(q.uri, q.local, atts);
         if (kind_ == CapsDocKind::Unknown) return;
+        // WCS and WMTS state no cap the gate knows: only addresses to rewrite.
+        if ((kind_ == CapsDocKind::Wcs || kind_ == CapsDocKind::Wmts100) && !limits.full_parse) sink_.structural_done();
     } else {
         const Frame& parent = frames_.back();
         const bool top = frames_.size() == 1;
@@ -149,6 +151,7 @@ void CapsDocRules::on_end(const char*, std::uint64_t off, std::uint64_t end) {
     prefix_ = f.prefix;
     switch (f.role) {
     case Role::Service:
+        if (!limits.full_parse) sink_.structural_done();
         if (kind_ == CapsDocKind::Wms130) insert_wms_before(Val::None, off);
         else if (kind_ == CapsDocKind::Wms111 && limits.max_width > 0 && limits.max_height > 0) {
             sink_.edit(off, 0, "<!-- ogc-gate: GetMap answers at most " + std::to_string(limits.max_width) + "x" +
@@ -162,7 +165,10 @@ void CapsDocRules::on_end(const char*, std::uint64_t off, std::uint64_t end) {
         }
         break;
     case Role::GetFeatureOp: insert_constraints(true, off); break;
-    case Role::OpsMeta: insert_constraints(false, off); break;
+    case Role::OpsMeta:
+        insert_constraints(false, off);
+        if (!limits.full_parse) sink_.structural_done();
+        break;
     default: break;
     }
 }

@@ -29,6 +29,8 @@ public:
     virtual void release_hold() = 0;
     // Not a document to rewrite: the rest goes out raw.
     virtual void stop(const std::string& why) = 0;
+    // Every structural edit is made: the rest needs its addresses rewritten only.
+    virtual void structural_done() = 0;
 };
 
 class CapsDocRules {
@@ -40,6 +42,7 @@ public:
 
     CapabilityLimits limits;
     RewriteReport report;
+    const UrlRewriter& urls() const { return urls_; }
 
 private:
     enum class Role : std::uint8_t { Other, Service, OpsMeta, GetFeatureOp, Constraint };

@@ -1,6 +1,8 @@
 #include "gate/capabilities_url.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "gate/text.hpp"
 
@@ -56,7 +58,10 @@ std::string url_origin(std::string_view url, std::size_t* authority_end) {
 UrlRewriter::UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base) {
     for (const auto& o : origins) {
         std::string n = url_origin(o);
-        if (!n.empty()) origins_.push_back(n);
+        if (n.empty()) continue;
+        origins_.push_back(n);
+        std::size_t h = n.find("://") + 3;
+        hosts_.push_back(n.substr(h, n.rfind(':') - h));
     }
     while (!public_base.empty() && public_base.back() == '/') public_base.remove_suffix(1);
     if (!url_origin(public_base).empty()) base_ = xml_escape(public_base);
@@ -77,6 +82,72 @@ bool UrlRewriter::rewrite(std::string_view raw, std::string& out, std::string* m
         return true;
     }
     return false;
+}
+
+bool UrlRewriter::host_known(std::string_view authority) const {
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    std::size_t colon = authority.rfind(':');
+    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos)
+        authority = authority.substr(0, colon);
+    for (const auto& h : hosts_) {
+        if (h.size() != authority.size()) continue;
+        std::size_t i = 0;
+        while (i < h.size() && h[i] == lower(authority[i])) ++i;
+        if (i == h.size()) return true;
+    }
+    return false;
+}
+
+bool UrlRewriter::matches(const std::string& origin) const {
+    for (const auto& o : origins_)
+        if (o == origin) return true;
+    return false;
+}
+
+void AddressScanner::feed(const char* data, std::size_t n, std::string& out, bool final) {
+    std::string_view buf;
+    if (carry_.empty()) buf = std::string_view(data, n);
+    else {
+        carry_.append(data, n);
+        buf = carry_;
+    }
+    std::size_t done = 0;  // bytes of buf already emitted
+    std::size_t from = 0;
+    std::size_t keep = std::string_view::npos;  // where an incomplete URL starts
+    for (;;) {
+        // memmem: ':' alone is everywhere in capabilities (prefixes, EPSG:…).
+        const void* hit = from < buf.size() ? memmem(buf.data() + from, buf.size() - from, "://", 3) : nullptr;
+        if (!hit) break;
+        std::size_t h = static_cast<std::size_t>(static_cast<const char*>(hit) - buf.data());
+        from = h + 3;
+        std::size_t s = h >= 5 && lower(buf[h - 1]) == 's' ? h - 5 : h >= 4 ? h - 4 : std::string_view::npos;
+        if (s == std::string_view::npos || s < done) continue;
+        std::size_t end = buf.find_first_of("/?#\"'<>&; \t\r\n", h + 3);
+        if (end == std::string_view::npos) {
+            if (!final && buf.size() - h < 300) {
+                keep = s;
+                break;
+            }
+            end = buf.size();
+        }
+        if (!urls_.host_known(buf.substr(h + 3, end - h - 3))) continue;  // most URLs: no allocation
+        std::size_t auth_end = 0;
+        std::string o = url_origin(buf.substr(s, end - s), &auth_end);
+        if (o.empty() || !urls_.matches(o)) continue;
+        out.append(buf.substr(done, s - done));
+        out += urls_.escaped_base();
+        done = s + auth_end;
+        from = done;
+        ++rewritten;
+        if (first_origin.empty()) first_origin = o;
+    }
+    // Hold back what may be the start of a URL cut by the chunk ("http", "://").
+    std::size_t cut = buf.size();
+    if (!final) cut = keep != std::string_view::npos ? keep : std::max(done, buf.size() >= 7 ? buf.size() - 7 : std::size_t{0});
+    cut = std::max(cut, done);
+    out.append(buf.substr(done, cut - done));
+    std::string rest(buf.substr(cut));
+    carry_.swap(rest);
 }
 
 bool UrlRewriter::rewrite_tokens(std::string_view raw, std::string& out, std::string* matched) const {

@@ -25,9 +25,32 @@ public:
     // The same for each whitespace-separated token (xsi:schemaLocation).
     bool rewrite_tokens(std::string_view raw, std::string& out, std::string* matched) const;
 
+    // Whether `origin` (normalised) is one to rewrite, and the escaped base.
+    bool matches(const std::string& origin) const;
+    // A cheap first test on a raw authority ("user@Host:port"): is its host one of ours?
+    bool host_known(std::string_view authority) const;
+    const std::string& escaped_base() const { return base_; }
+
 private:
     std::vector<std::string> origins_;  // normalised
+    std::vector<std::string> hosts_;    // their hosts, lower case
     std::string base_;                  // escaped for XML, no trailing '/'
+};
+
+// Rewrites the upstream's origins wherever they appear in a byte stream
+// (attribute values, text, comments alike), without parsing: the rest of a
+// document once its structural edits are done. A URL split across chunks is
+// held back until its authority is complete.
+class AddressScanner {
+public:
+    explicit AddressScanner(const UrlRewriter& urls) : urls_(urls) {}
+    void feed(const char* data, std::size_t n, std::string& out, bool final);
+    std::size_t rewritten = 0;
+    std::string first_origin;
+
+private:
+    const UrlRewriter& urls_;
+    std::string carry_;
 };
 
 // One attribute of a raw start tag: its qualified name and where its value

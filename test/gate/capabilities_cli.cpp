@@ -3,6 +3,7 @@
 // (test/gate/capabilities.t.sh), which puts it behind a stand-in front.
 //   capabilities_cli --public URL --origin URL [--origin URL…] [--max-width N]
 //                    [--max-height N] [--layer-limit N] [--count-default N] [--chunk BYTES]
+//                    [--full-parse 1]
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
         else if (k == "--max-height") l.max_height = std::atoll(v.c_str());
         else if (k == "--layer-limit") l.layer_limit = std::atoll(v.c_str());
         else if (k == "--count-default") l.count_default = std::atoll(v.c_str());
+        else if (k == "--full-parse") l.full_parse = v == "1";
         else if (k == "--chunk") chunk = std::strtoull(v.c_str(), nullptr, 10);
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());

@@ -58,7 +58,9 @@ const char* kWms130 = R"(<?xml version="1.0"?>
 <OnlineResource xlink:href='http://127.0.0.1:18900/cgi-bin/mapserv?map=a&amp;x=1'/>
 <!-- a comment, kept --><![CDATA[ kept <too> ]]>
 </Service>
-<Capability/>
+<Capability><Request><GetMap><DCPType><HTTP><Get><OnlineResource
+ xlink:href="http://127.0.0.1:18900/x?a=1&amp;b=2"/></Get></HTTP></DCPType></GetMap></Request>
+<!-- the map server http://127.0.0.1:18900 --></Capability>
 </WMS_Capabilities>
 )";
 
@@ -288,20 +290,22 @@ TEST(CapabilitiesStream, ParseErrorLaterKeepsWhatWasEmittedAndPassesTheRestRaw) 
     ASSERT_NE(cut, std::string::npos);
     // Malformed after the Service block: an unclosed attribute quote.
     const std::string bad = good.substr(0, cut) + "<Capability attr=\"oops>\n" + good.substr(cut + 12);
+    CapabilityLimits strict = limits();
+    strict.full_parse = true;
     // Fed at once: the error comes in the same call as the edits, nothing was
     // emitted yet, the whole document goes out as it came.
     RewriteReport rep;
-    EXPECT_EQ(rewrite_capabilities(bad, limits(), &rep), bad);
+    EXPECT_EQ(rewrite_capabilities(bad, strict, &rep), bad);
     EXPECT_TRUE(rep.passed_raw);
     EXPECT_NE(rep.reason.find("XML error"), std::string::npos) << rep.reason;
     // Fed in two parts: the Service block (already emitted, rewritten) stays
     // rewritten, everything after the last parsed point is raw.
-    CapabilitiesRewriter r(limits());
+    CapabilitiesRewriter r(strict);
     std::string out;
     r.feed(bad.data(), cut, out);
     r.feed(bad.data() + cut, bad.size() - cut, out);
     r.finish(out);
-    std::string head = rewrite_capabilities(good, limits()).substr(0, out.size());
+    std::string head = rewrite_capabilities(good, strict).substr(0, out.size());
     std::size_t same = 0;
     while (same < out.size() && out[same] == head[same]) ++same;
     EXPECT_GT(same, good.find("</Service>"));  // the caps made it out
@@ -310,6 +314,34 @@ TEST(CapabilitiesStream, ParseErrorLaterKeepsWhatWasEmittedAndPassesTheRestRaw) 
     EXPECT_EQ(out.substr(same), tail) << "the rest must be the input's bytes";
     EXPECT_NE(out.find("<Capability attr=\"oops>"), std::string::npos);
     EXPECT_NE(out.find("http://127.0.0.1:18900"), std::string::npos);  // raw part keeps its addresses
+}
+
+TEST(CapabilitiesStream, AfterTheCapsOnlyAddressesChangeEvenInAMalformedRest) {
+    const std::string good = fixture("mapserver-wms130.xml");
+    const std::size_t cut = good.find("<Capability>");
+    const std::string bad = good.substr(0, cut) + "<Capability attr=\"oops>\n" + good.substr(cut + 12);
+    for (std::size_t c : {1, 13, 16384, 1 << 20}) {
+        RewriteReport rep;
+        std::string out = chunked(bad, limits(), c, &rep);
+        EXPECT_FALSE(rep.passed_raw) << c;
+        EXPECT_EQ(out.find("127.0.0.1:18900"), std::string::npos) << c;
+        std::string back = replace_all(replace_all(out, "https://gate.example/maps/", "http://127.0.0.1:18900/"),
+                                       ">2048<", ">8192<");
+        EXPECT_EQ(back, bad) << c;
+    }
+}
+
+TEST(CapabilitiesStream, ScanningTheRestEqualsParsingIt) {
+    for (const char* f : {"mapserver-wms111.xml", "mapserver-wms130.xml", "mapserver-wfs100.xml", "mapserver-wfs110.xml",
+                          "mapserver-wfs200.xml", "mapserver-wcs100.xml", "mapserver-wcs201.xml"}) {
+        CapabilityLimits strict = limits();
+        strict.full_parse = true;
+        RewriteReport a, b;
+        const std::string doc = fixture(f);
+        EXPECT_EQ(rewrite_capabilities(doc, limits(), &a), rewrite_capabilities(doc, strict, &b)) << f;
+        EXPECT_EQ(a.urls_rewritten, b.urls_rewritten) << f;
+        for (std::size_t c : {1, 5, 100}) EXPECT_EQ(chunked(doc, limits(), c), rewrite_capabilities(doc, strict)) << f << " " << c;
+    }
 }
 
 TEST(CapabilitiesStream, TruncatedBodyEndsRaw) {
