@@ -183,19 +183,19 @@ struct CapabilitiesRewriter::Impl final : DocSink {
             scan(data, n, out, false);
             return;
         }
-        if (total == 0 && n > 0) {
-            auto b0 = static_cast<unsigned char>(data[0]);
-            // UTF-16/32 input: the byte offsets would not be ASCII-compatible.
-            if (b0 == 0xFE || b0 == 0xFF || b0 == 0x00 || (n > 1 && data[1] == '\0')) {
-                give_up("not UTF-8 (UTF-16/32 byte order)", out);
-                out.append(data, n);
-                return;
-            }
-            start_parser();
-        }
         if (n == 0) return;
         pending.append(data, n);
         total += n;
+        if (!parser) {
+            // Two bytes tell UTF-16/32 from ASCII-compatible input, whose byte
+            // offsets the edits rely on.
+            if (pending.size() < 2) return;
+            auto b0 = static_cast<unsigned char>(pending[0]), b1 = static_cast<unsigned char>(pending[1]);
+            if (b0 == 0xFE || b0 == 0xFF || b0 == 0x00 || b1 == 0x00) return give_up("not UTF-8 (UTF-16/32 byte order)", out);
+            start_parser();
+            data = pending.data();
+            n = pending.size();
+        }
         if (XML_Parse(parser, data, static_cast<int>(n), XML_FALSE) != XML_STATUS_OK) {
             if (switch_to_scan && !edits_out_of_order) return begin_scan(out);
             fail(out);
@@ -221,8 +221,8 @@ struct CapabilitiesRewriter::Impl final : DocSink {
     void finish(std::string& out) {
         if (raw) return;
         if (scanning) return scan(nullptr, 0, out, true);
-        if (!parser) {  // empty body
-            give_up("empty body", out);
+        if (!parser) {  // empty, or one byte
+            give_up("too short for a document", out);
             return;
         }
         if (XML_Parse(parser, nullptr, 0, XML_TRUE) != XML_STATUS_OK) {

@@ -122,14 +122,15 @@ void AddressScanner::feed(const char* data, std::size_t n, std::string& out, boo
         from = h + 3;
         std::size_t s = h >= 5 && lower(buf[h - 1]) == 's' ? h - 5 : h >= 4 ? h - 4 : std::string_view::npos;
         if (s == std::string_view::npos || s < done) continue;
+        // An authority longer than this is not one of ours, however the body is cut.
+        constexpr std::size_t kMaxAuthority = 256;
         std::size_t end = buf.find_first_of("/?#\"'<>&; \t\r\n", h + 3);
-        if (end == std::string_view::npos) {
-            if (!final && buf.size() - h < 300) {
-                keep = s;
-                break;
-            }
-            end = buf.size();
+        if (end == std::string_view::npos && !final && buf.size() - (h + 3) <= kMaxAuthority) {
+            keep = s;
+            break;
         }
+        if (end == std::string_view::npos) end = buf.size();
+        if (end - (h + 3) > kMaxAuthority) continue;
         if (!urls_.host_known(buf.substr(h + 3, end - h - 3))) continue;  // most URLs: no allocation
         std::size_t auth_end = 0;
         std::string o = url_origin(buf.substr(s, end - s), &auth_end);

@@ -58,3 +58,8 @@ build/gate/capabilities_cli: test/gate/capabilities_cli.cpp $(CAPS_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
 build/gate/capabilities_bench: bench/gate/capabilities_bench.cpp $(CAPS_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
+# libFuzzer target for the capabilities rewrite (test/gate/capabilities_fuzz.t.sh).
+CAPS_FUZZ_SRCS := test/gate/capabilities_fuzz.cpp src/gate/capabilities.cpp src/gate/capabilities_doc.cpp src/gate/capabilities_url.cpp src/gate/text.cpp
+build/fuzz/capabilities: $(CAPS_FUZZ_SRCS) $(wildcard src/gate/capabilities*.hpp)
+	@mkdir -p build/fuzz
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $(CAPS_FUZZ_SRCS) -lexpat
