@@ -9,7 +9,14 @@
 namespace ot::gate {
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }  // ASCII, no locale
+bool ends_authority(char c) {
+    switch (c) {
+    case '/': case '?': case '#': case '"': case '\'': case '<': case '>': case '&': case ';':
+    case ' ': case '\t': case '\r': case '\n': return true;
+    default: return false;
+    }
+}
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 }  // namespace
@@ -60,8 +67,8 @@ UrlRewriter::UrlRewriter(const std::vector<std::string>& origins, std::string_vi
         std::string n = url_origin(o);
         if (n.empty()) continue;
         origins_.push_back(n);
-        std::size_t h = n.find("://") + 3;
-        hosts_.push_back(n.substr(h, n.rfind(':') - h));
+        std::size_t h = n.find("://") + 3, c = n.rfind(':');
+        parsed_.push_back({n.compare(0, 5, "https") == 0, n.substr(h, c - h), n.substr(c + 1)});
     }
     while (!public_base.empty() && public_base.back() == '/') public_base.remove_suffix(1);
     if (!url_origin(public_base).empty()) base_ = xml_escape(public_base);
@@ -84,16 +91,29 @@ bool UrlRewriter::rewrite(std::string_view raw, std::string& out, std::string* m
     return false;
 }
 
-bool UrlRewriter::host_known(std::string_view authority) const {
+bool UrlRewriter::match(std::string_view scheme, std::string_view authority) const {
+    bool https;
+    if (scheme.size() == 4 && lower(scheme[0]) == 'h' && lower(scheme[1]) == 't' && lower(scheme[2]) == 't' &&
+        lower(scheme[3]) == 'p')
+        https = false;
+    else if (scheme.size() == 5 && lower(scheme[0]) == 'h' && lower(scheme[1]) == 't' && lower(scheme[2]) == 't' &&
+             lower(scheme[3]) == 'p' && lower(scheme[4]) == 's')
+        https = true;
+    else
+        return false;
     if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+    std::string_view host = authority, port = https ? "443" : "80";
     std::size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos)
-        authority = authority.substr(0, colon);
-    for (const auto& h : hosts_) {
-        if (h.size() != authority.size()) continue;
+    if (colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        host = authority.substr(0, colon);
+        port = authority.substr(colon + 1);
+        while (port.size() > 1 && port.front() == '0') port.remove_prefix(1);
+    }
+    for (const auto& o : parsed_) {
+        if (o.https != https || o.host.size() != host.size() || o.port != port) continue;
         std::size_t i = 0;
-        while (i < h.size() && h[i] == lower(authority[i])) ++i;
-        if (i == h.size()) return true;
+        while (i < host.size() && o.host[i] == lower(host[i])) ++i;
+        if (i == host.size()) return true;
     }
     return false;
 }
@@ -124,23 +144,23 @@ void AddressScanner::feed(const char* data, std::size_t n, std::string& out, boo
         if (s == std::string_view::npos || s < done) continue;
         // An authority longer than this is not one of ours, however the body is cut.
         constexpr std::size_t kMaxAuthority = 256;
-        std::size_t end = buf.find_first_of("/?#\"'<>&; \t\r\n", h + 3);
-        if (end == std::string_view::npos && !final && buf.size() - (h + 3) <= kMaxAuthority) {
+        std::size_t end = h + 3;
+        while (end < buf.size() && end - (h + 3) <= kMaxAuthority && !ends_authority(buf[end])) ++end;
+        if (end - (h + 3) > kMaxAuthority) continue;
+        if (end < buf.size() && (buf[end] == '&' || buf[end] == ';')) continue;  // escaped: not ours to judge
+        if (end == buf.size() && !final) {
             keep = s;
             break;
         }
-        if (end == std::string_view::npos) end = buf.size();
-        if (end - (h + 3) > kMaxAuthority) continue;
-        if (!urls_.host_known(buf.substr(h + 3, end - h - 3))) continue;  // most URLs: no allocation
-        std::size_t auth_end = 0;
-        std::string o = url_origin(buf.substr(s, end - s), &auth_end);
-        if (o.empty() || !urls_.matches(o)) continue;
+        std::string_view scheme = buf.substr(s, h - s);
+        if (scheme.size() == 5 && lower(scheme[0]) != 'h') scheme.remove_prefix(1);  // "xhttp://"
+        if (!urls_.match(scheme, buf.substr(h + 3, end - h - 3))) continue;
         out.append(buf.substr(done, s - done));
         out += urls_.escaped_base();
-        done = s + auth_end;
+        done = end;
         from = done;
         ++rewritten;
-        if (first_origin.empty()) first_origin = o;
+        if (first_origin.empty()) first_origin = url_origin(buf.substr(s, end - s));
     }
     // Hold back what may be the start of a URL cut by the chunk ("http", "://").
     std::size_t cut = buf.size();

@@ -27,13 +27,18 @@ public:
 
     // Whether `origin` (normalised) is one to rewrite, and the escaped base.
     bool matches(const std::string& origin) const;
-    // A cheap first test on a raw authority ("user@Host:port"): is its host one of ours?
-    bool host_known(std::string_view authority) const;
+    // The same test without building a string: "http"/"https" and a raw
+    // authority ("user@Host:port") as they appear in the bytes.
+    bool match(std::string_view scheme, std::string_view authority) const;
     const std::string& escaped_base() const { return base_; }
 
 private:
     std::vector<std::string> origins_;  // normalised
-    std::vector<std::string> hosts_;    // their hosts, lower case
+    struct Parsed {
+        bool https;
+        std::string host, port;  // lower case; port spelled out
+    };
+    std::vector<Parsed> parsed_;
     std::string base_;                  // escaped for XML, no trailing '/'
 };
 

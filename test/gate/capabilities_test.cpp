@@ -393,3 +393,22 @@ TEST(CapabilitiesStream, MemoryStaysBounded) {
     EXPECT_FALSE(rep.passed_raw);
     EXPECT_EQ(out.size(), long_value.size() + std::string("<MaxHeight>2048</MaxHeight>").size());
 }
+
+TEST(CapabilitiesUrls, ScannerAgreesWithTheParserOnWhatIsOurs) {
+    UrlRewriter u({"http://Map.Internal"}, "https://gate.example");
+    const std::string in = "<a href=\"http://map.internal:80/a\"/> http://user@MAP.internal?x <!-- http://map.internal -->"
+                           " http://map.internal&amp;b https://map.internal/ http://map.internal:8080/ http://map.internal.evil/"
+                           " xhttps://map.internal/";
+    const std::string want = "<a href=\"https://gate.example/a\"/> https://gate.example?x <!-- https://gate.example -->"
+                             " http://map.internal&amp;b https://map.internal/ http://map.internal:8080/ http://map.internal.evil/"
+                             " xhttps://map.internal/";
+    for (std::size_t chunk = 1; chunk <= in.size(); ++chunk) {
+        AddressScanner sc(u);
+        std::string out;
+        for (std::size_t i = 0; i < in.size(); i += chunk) sc.feed(in.data() + i, std::min(chunk, in.size() - i), out, false);
+        sc.feed(nullptr, 0, out, true);
+        ASSERT_EQ(out, want) << "chunk " << chunk;
+        EXPECT_EQ(sc.rewritten, 3u);
+        EXPECT_EQ(sc.first_origin, "http://map.internal:80");
+    }
+}
