@@ -1,4 +1,4 @@
-// The capabilities rewrite against pass-through, in one run (bench/gate/capabilities_bench.sh).
+// The capabilities rewrite against pass-through, in one run: make build/gate/capabilities_bench.
 // A generated WMS 1.3.0 document of ~SIZE_MB (default 10) MB, many layers, each
 // with addresses of the map server, moves in 16 kB chunks through:
 //   copy      memcpy of each chunk into an output buffer (the floor of any relay)

@@ -52,7 +52,7 @@ clean-gate:
 -include $(GATE_OBJS:.o=.d) build/gate/main.d
 
 # The capabilities rewrite as a filter (stdin -> stdout) for test/gate/capabilities.t.sh,
-# and its benchmark (bench/gate/capabilities_bench.sh).
+# and its benchmark (bench/gate/capabilities_bench.cpp; see doc/capabilities.md).
 CAPS_OBJS := build/gate/capabilities.o build/gate/capabilities_doc.o build/gate/capabilities_url.o build/gate/text.o
 build/gate/capabilities_cli: test/gate/capabilities_cli.cpp $(CAPS_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
