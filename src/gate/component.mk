@@ -5,10 +5,13 @@ GATE_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc -pthread
 GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
 GATE_PURE     := cells text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
+# The capabilities rewrite (expat).
+GATE_PURE     += capabilities capabilities_doc capabilities_url
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))
 GATE_LIBS     = -lyaml-cpp -lpugixml -lboost_program_options -lgd -lcrypto -pthread
+GATE_LIBS    += -lexpat
 
 all: bin/ogc-gate
 unit: build/gate/gate_unit
@@ -36,7 +39,7 @@ FUZZ_CXX ?= clang++
 FUZZ_FLAGS = -std=c++17 -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 build/fuzz/gate_parsers: test/fuzz/gate_parsers_fuzz.cpp $(GATE_PURE_SRCS) $(CORE_SRCS)
 	@mkdir -p build/fuzz
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $^ -lyaml-cpp -lpugixml -lgd -lcrypto
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $^ -lyaml-cpp -lpugixml -lgd -lcrypto -lexpat
 
 .PHONY: gate fuzz-gate install-gate clean-gate
 gate: bin/ogc-gate
@@ -52,3 +55,16 @@ clean-gate:
 	rm -rf bin/ogc-gate build/gate build/fuzz
 
 -include $(GATE_OBJS:.o=.d) build/gate/main.d $(GATE_TEST_OBJS:.o=.d)
+
+# The capabilities rewrite as a filter (stdin -> stdout) for test/gate/capabilities.t.sh,
+# and its benchmark (bench/gate/capabilities_bench.cpp; see doc/capabilities.md).
+CAPS_OBJS := build/gate/capabilities.o build/gate/capabilities_doc.o build/gate/capabilities_url.o build/gate/text.o
+build/gate/capabilities_cli: test/gate/capabilities_cli.cpp $(CAPS_OBJS)
+	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
+build/gate/capabilities_bench: bench/gate/capabilities_bench.cpp $(CAPS_OBJS)
+	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
+# libFuzzer target for the capabilities rewrite (test/gate/capabilities_fuzz.t.sh).
+CAPS_FUZZ_SRCS := test/gate/capabilities_fuzz.cpp src/gate/capabilities.cpp src/gate/capabilities_doc.cpp src/gate/capabilities_url.cpp src/gate/text.cpp
+build/fuzz/capabilities: $(CAPS_FUZZ_SRCS) $(wildcard src/gate/capabilities*.hpp)
+	@mkdir -p build/fuzz
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $(CAPS_FUZZ_SRCS) -lexpat

@@ -1,0 +1,71 @@
+// The address half of the capabilities rewrite: which URLs name the map
+// server, what they become, and where an attribute's value sits in the raw
+// bytes of a start tag (so that everything else in the tag is kept as sent).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ot::gate {
+
+// "scheme://host:port" in lower case with the default port spelled out, or
+// empty when `url` does not start with an http(s) origin. `authority_end` is
+// where the path (or query, or fragment) starts in `url`.
+std::string url_origin(std::string_view url, std::size_t* authority_end = nullptr);
+
+class UrlRewriter {
+public:
+    UrlRewriter() = default;
+    UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base);
+    bool active() const { return !origins_.empty() && !base_.empty(); }
+    // Raw (XML-escaped) attribute or text value in, raw value out. True when
+    // the value started with one of the origins; `matched` gets that origin.
+    bool rewrite(std::string_view raw, std::string& out, std::string* matched) const;
+    // The same for each whitespace-separated token (xsi:schemaLocation).
+    bool rewrite_tokens(std::string_view raw, std::string& out, std::string* matched) const;
+
+    // Whether `origin` (normalised) is one to rewrite, and the escaped base.
+    bool matches(const std::string& origin) const;
+    // The same test without building a string: "http"/"https" and a raw
+    // authority ("user@Host:port") as they appear in the bytes.
+    bool match(std::string_view scheme, std::string_view authority) const;
+    const std::string& escaped_base() const { return base_; }
+
+private:
+    std::vector<std::string> origins_;  // normalised
+    struct Parsed {
+        bool https;
+        std::string host, port;  // lower case; port spelled out
+    };
+    std::vector<Parsed> parsed_;
+    std::string base_;                  // escaped for XML, no trailing '/'
+};
+
+// Rewrites the upstream's origins wherever they appear in a byte stream
+// (attribute values, text, comments alike), without parsing: the rest of a
+// document once its structural edits are done. A URL split across chunks is
+// held back until its authority is complete.
+class AddressScanner {
+public:
+    explicit AddressScanner(const UrlRewriter& urls) : urls_(urls) {}
+    void feed(const char* data, std::size_t n, std::string& out, bool final);
+    std::size_t rewritten = 0;
+    std::string first_origin;
+
+private:
+    const UrlRewriter& urls_;
+    std::string carry_;
+};
+
+// One attribute of a raw start tag: its qualified name and where its value
+// (between the quotes) lies in the tag.
+struct RawAttr {
+    std::string_view name;
+    std::size_t value_begin = 0, value_end = 0;
+};
+// Attributes of a well-formed start tag ("<name a='1' b=\"2\"/>"), xmlns
+// declarations left out; false when the bytes do not look like one.
+bool scan_start_tag(std::string_view tag, std::vector<RawAttr>& attrs);
+
+}  // namespace ot::gate

@@ -1,0 +1,74 @@
+// libFuzzer target for the capabilities rewriter (test/gate/capabilities_fuzz.t.sh).
+// Invariants on any input: no crash or sanitizer report; the output does not
+// depend on where the body is cut into chunks; with nothing to state and no
+// origin to rewrite, the output is the input; a body passed raw from its first
+// byte is the input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "gate/capabilities.hpp"
+
+using namespace ot::gate;
+
+namespace {
+
+std::string run(const std::string& in, const CapabilityLimits& l, std::size_t cut, std::size_t chunk, RewriteReport* rep) {
+    CapabilitiesRewriter r(l);
+    std::string out;
+    std::size_t i = 0;
+    if (cut > 0 && cut < in.size()) {
+        r.feed(in.data(), cut, out);
+        i = cut;
+    }
+    for (; i < in.size(); i += chunk) r.feed(in.data() + i, std::min(chunk, in.size() - i), out);
+    r.finish(out);
+    if (rep) *rep = r.report();
+    return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size < 2) return 0;
+    const std::size_t cut = data[0] * 7u, chunk = 1 + data[1] % 64;
+    const std::string in(reinterpret_cast<const char*>(data) + 2, size - 2);
+    for (bool full : {false, true}) {
+        CapabilityLimits l;
+        l.max_width = l.max_height = 2048;
+        l.layer_limit = 3;
+        l.count_default = 100;
+        l.public_base = "https://gate.example/p&q";
+        l.rewrite_origins = {"http://127.0.0.1:18900", "http://map"};
+        l.max_pending = 4096;
+        l.full_parse = full;
+        RewriteReport a, b;
+        const std::string whole = run(in, l, 0, in.size() + 1, &a);
+        const std::string parts = run(in, l, cut, chunk, &b);
+        // max_pending is about the longest run held at once, which chunking does change.
+        const bool held_too_much = a.reason.find("max_pending") != std::string::npos ||
+                                   b.reason.find("max_pending") != std::string::npos;
+        // After a parse error the output is what had been emitted (edits
+        // included) and then the input as it came: how much had been emitted
+        // depends on the chunks, the tail from the error on does not.
+        const auto err = b.reason.find("XML error at byte ");
+        if (err != std::string::npos) {
+            const std::size_t at = std::strtoull(b.reason.c_str() + err + 18, nullptr, 10);
+            if (at > in.size()) std::abort();
+            const std::size_t tail = in.size() - at;
+            if (parts.size() < tail || parts.compare(parts.size() - tail, tail, in, at, tail) != 0) std::abort();
+        } else if (!held_too_much && a.reason.find("XML error") == std::string::npos && parts != whole) {
+            std::abort();  // chunking changed the output
+        }
+        if (a.passed_raw && a.kind == CapsDocKind::Unknown && whole != in) std::abort();
+        CapabilityLimits none;
+        none.full_parse = full;
+        none.max_pending = 4096;
+        RewriteReport c;
+        const std::string same = run(in, none, cut, chunk, &c);
+        // Comments are inserted only when there is a cap to state: none here.
+        if (same != in) std::abort();  // nothing to do must change nothing
+    }
+    return 0;
+}
