@@ -7,6 +7,8 @@
 #include "gate/access_log.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
+#include "gate/identity.hpp"
+#include "gate/kvp.hpp"
 #include "gate/relay_blocks.hpp"
 #include "gate/session.hpp"
 
@@ -31,11 +33,32 @@ void Session::forward(const HttpIn& in) {
     auto& r = up_.req;
     r = {};
     r.method_string(in.method);
-    r.target(u.prefix + ex_.decision.target);
+    const ToUpstream& tu = cfg_->to_upstream;
+    std::string target = u.prefix + ex_.decision.target;
+    // Shadow mode forwards the request as sent: it names nobody upstream.
+    if (!tu.param.empty() && !cfg_->shadow) {
+        target += target.find('?') == std::string::npos ? '?' : '&';
+        target += tu.param;
+        target += '=';
+        append_encoded(target, ex_.bucket_key);
+    }
+    r.target(target);
     r.version(11);
+    const auto named_by_gate = [&tu](beast::string_view n) {
+        return !tu.header.empty() &&
+               (beast::iequals(n, tu.header) || beast::iequals(n, "X-OT-Tier") || beast::iequals(n, "X-OT-Signature"));
+    };
     for (const auto& f : req_)
-        if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "X-Request-Id")) r.insert(f.name_string(), f.value());
+        if (!hop_by_hop(f.name_string()) && !beast::iequals(f.name_string(), "X-Request-Id") &&
+            !named_by_gate(f.name_string()))
+            r.insert(f.name_string(), f.value());
     r.set("X-Request-Id", ex_.request_id);
+    if (!tu.header.empty()) {
+        r.set(tu.header, ex_.bucket_key);
+        r.set("X-OT-Tier", ex_.tier);
+        if (!tu.hmac_key.empty())
+            r.set("X-OT-Signature", upstream_signature(tu.hmac_key, ex_.bucket_key, ex_.tier, ex_.request_id));
+    }
     const std::string peer = ip_to_string(peer_);
     const auto xff = req_["X-Forwarded-For"];
     r.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
