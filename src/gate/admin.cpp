@@ -15,6 +15,7 @@ namespace {
 
 std::string metrics_text(Gate& g) {
     std::string m = g.metrics().prometheus(g.buckets().size());
+    if (g.store(0) != nullptr) m += g.store_metrics().prometheus();
     auto gauge = [&m](std::string_view name, std::string_view help, std::uint64_t v) {
         prom_family(m, name, "gauge", help);
         prom_sample(m, name, {}, v);

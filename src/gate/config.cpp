@@ -96,6 +96,8 @@ std::string to_upstream_problem(const Config& c) {
 
 std::string config_problem(const Config& c) {
     if (c.tiers.empty()) return "at least one tier is needed";
+    if (c.buckets.store == StoreConfig::Kind::Redis && c.hash_secret.empty())
+        return "buckets.store redis needs identity.hash_secret: without it each gate names the same client differently";
     if (std::string p = to_upstream_problem(c); !p.empty()) return p;
     bool have_default = false;
     std::set<std::string> names;
@@ -160,7 +162,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin", "buckets"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -229,6 +231,7 @@ Config load_config_file(const std::string& path, Config c) {
         get(l, "max_connections_per_address", c.limits.max_connections_per_address, "limits");
     }
     get(root, "refund_fraction", c.refund_fraction, path);
+    if (const YAML::Node b = root["buckets"]) c.buckets = parse_store_config(b);
     if (const YAML::Node ad = root["admin"]) {
         check_keys(ad, {"token", "allow"}, "admin");
         get(ad, "token", c.admin.token, "admin");

@@ -2,6 +2,7 @@
 // given flags alone. Loaded from YAML (yaml-cpp); validated before use so a
 // bad reload leaves the running config in place.
 #pragma once
+#include "gate/store_config.hpp"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -130,6 +131,7 @@ struct Config {
     std::string jwt_hs256_key;
     std::vector<Cidr> trusted_proxies;
     ToUpstream to_upstream;
+    StoreConfig buckets;  // where the buckets live (doc/shared-buckets.md); read at start only
     // A burst above cost_max (500) means no single request is "never fits" by default.
     std::vector<Tier> tiers = {{"public", {1000.0, 100.0}, {}, {}}};
     std::string default_tier = "public";

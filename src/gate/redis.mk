@@ -15,3 +15,5 @@ build/gate/redis_probe: test/gate/redis_probe.cpp $(GATE_REDIS_OBJS) build/gate/
 build/gate/redis_store_bench: bench/gate/redis_store_bench.cpp $(GATE_REDIS_OBJS) build/gate/text.o build/gate/buckets.o $(CORE_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ $(GATE_LIBS)
 unit: build/gate/redis_probe
+# The gate's config reads the `buckets` mapping: the fuzz target links its parser.
+build/fuzz/gate_parsers: src/gate/store_config.cpp

@@ -71,6 +71,8 @@ void Gate::start(int threads) {
         workers_.push_back(std::make_unique<asio::io_context>(1));
         guards_.push_back(asio::make_work_guard(*workers_.back()));
         pools_.push_back(std::make_unique<UpstreamPool>(cfg_->limits.upstream_keepalive, cfg_->limits.upstream_idle_timeout_s));
+        if (cfg_->buckets.store == StoreConfig::Kind::Redis)
+            stores_.push_back(std::make_unique<BucketStore>(*workers_.back(), cfg_->buckets, store_metrics_));
     }
     auto open = [](tcp::acceptor& a, const tcp::endpoint& ep) {
         a.open(ep.protocol());
@@ -213,6 +215,7 @@ void Gate::drain_and_stop(double timeout_s) {
 
 Gate::~Gate() {
     join();
+    stores_.clear();  // their sockets live on the workers' io_contexts
     if (spare_fd_ >= 0) ::close(spare_fd_);
 }
 

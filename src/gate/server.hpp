@@ -26,6 +26,7 @@
 #include "gate/conn_limits.hpp"
 #include "gate/log_writer.hpp"
 #include "gate/metrics.hpp"
+#include "gate/redis_store.hpp"
 #include "gate/upstream_url.hpp"
 
 namespace ot::gate {
@@ -48,6 +49,9 @@ public:
     const std::shared_ptr<const Config>& config(unsigned worker);
     boost::asio::io_context& ioc() { return ioc_; }
     BucketTable& buckets() { return buckets_; }
+    // The shared store of I/O thread `worker` (buckets.store: redis), else null.
+    BucketStore* store(unsigned worker) { return stores_.empty() ? nullptr : stores_[worker].get(); }
+    redis::StoreMetrics& store_metrics() { return store_metrics_; }
     Metrics& metrics() { return metrics_; }
     Coalescer& coalescer() { return coalescer_; }
     Slots& slots() { return slots_; }
@@ -108,6 +112,8 @@ private:
     Coalescer coalescer_;
     Slots slots_;
     std::vector<std::unique_ptr<UpstreamPool>> pools_;  // one per worker
+    redis::StoreMetrics store_metrics_;
+    std::vector<std::unique_ptr<BucketStore>> stores_;  // one per worker, on its io_context; before the workers go
     Listener public_, admin_;
     ConnLimits conn_limits_;
     std::size_t max_connections_ = 0;

@@ -280,8 +280,32 @@ void Session::handle() {
     ex_.tier = id.tier;
     const Tier& tier = c.tier(id.tier);
     std::optional<core::SpendResult> spent;
-    if (ex_.assessment.needs_budget(c.shadow))
-        spent = gate_.buckets().spend(id.key, ex_.assessment.price.cost, tier.budget, now_us());
+    if (ex_.assessment.needs_budget(c.shadow)) {
+        const double cost = ex_.assessment.price.cost;
+        if (BucketStore* store = gate_.store(worker_)) {
+            // The shared bucket answers on this thread's io_context; the
+            // request waits for it without blocking the thread.
+            auto self = shared_from_this();
+            store->admit(id.key, cost, tier.budget, c.buckets.policy_for(ex_.assessment.price.cost_class),
+                         [self, in, headers, id, cost, budget = tier.budget](StoreDecision d) {
+                             self->guard([&] {
+                                 std::optional<core::SpendResult> s = d.spend;
+                                 if (d.source == StoreDecision::Source::Local)
+                                     s = self->gate_.buckets().spend(id.key, cost, budget, now_us());
+                                 self->decided(in, headers, id, s);
+                             });
+                         });
+            return;
+        }
+        spent = gate_.buckets().spend(id.key, cost, tier.budget, now_us());
+    }
+    decided(in, headers, id, spent);
+}
+
+void Session::decided(const HttpIn& in, const HeaderList& headers, const Identity& id,
+                      const std::optional<core::SpendResult>& spent) {
+    const Config& c = *cfg_;
+    const Tier& tier = c.tier(id.tier);
     ex_.decision = decide(in, ex_.assessment, tier, spent, c);
     if (!ex_.decision.forward) {
         const Response& r = ex_.decision.response;

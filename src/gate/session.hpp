@@ -84,6 +84,10 @@ private:
     void begin_exchange();
     void take_request_id(const http::fields& f);
     void handle();
+    // The budget's answer is in (at once from the in-process buckets, or
+    // later from the shared store): refuse or forward.
+    void decided(const HttpIn& in, const HeaderList& headers, const Identity& id,
+                 const std::optional<core::SpendResult>& spent);
     std::string cookies() const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);

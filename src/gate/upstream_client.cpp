@@ -429,7 +429,10 @@ void Session::maybe_refund(unsigned status, bool empty_body) {
 void Session::refund(double fraction) {
     if (!(ex_.decision.charged > 0) || ex_.bucket_key.empty() || ex_.refunded > 0) return;
     ex_.refunded = ex_.decision.charged * fraction;
-    gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
+    if (BucketStore* store = gate_.store(worker_))
+        store->settle(ex_.bucket_key, -ex_.refunded, ex_.budget, [](const SettleResult&) {});  // counted in its metrics
+    else
+        gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
     gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
 }
 
