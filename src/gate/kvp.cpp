@@ -67,10 +67,22 @@ std::uint8_t name_class(std::string_view upper) {
 constexpr std::array kApiNames = {"bbox", "bbox-crs", "crs", "datetime", "f", "filter", "filter-crs",
                                   "filter-lang", "lang", "limit", "offset", "properties", "skipGeometry", "sortby"};
 
-bool unreserved(unsigned char c) {
+constexpr bool unreserved(unsigned char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
            c == '_' || c == '~' || c == ',' || c == ':' || c == '/';
 }
+
+// Every forwarded name and value goes through append_encoded: one table
+// lookup per byte, and runs of plain bytes appended at once.
+struct ByteTable {
+    bool plain[256];
+};
+constexpr ByteTable make_plain_table() {
+    ByteTable t{};
+    for (int c = 0; c < 256; ++c) t.plain[c] = unreserved(static_cast<unsigned char>(c));
+    return t;
+}
+constexpr ByteTable kPlain = make_plain_table();
 
 }  // namespace
 
@@ -79,7 +91,9 @@ bool known_ogc_name(std::string_view upper) { return name_class(upper) & kOgc; }
 bool mapserver_cgi_name(std::string_view upper) {
     // map.* and map_* rewrite the mapfile from the URL (msUpdateMapFromURL);
     // MAP_RESOLUTION is WMS's documented vendor parameter (DPI, not size).
-    if ((istarts_with(upper, "MAP.") || istarts_with(upper, "MAP_")) && upper != "MAP_RESOLUTION") return true;
+    if (upper.size() >= 4 && upper.compare(0, 3, "MAP") == 0 && (upper[3] == '.' || upper[3] == '_') &&
+        upper != "MAP_RESOLUTION")
+        return true;
     return name_class(upper) & kCgi;
 }
 
@@ -106,15 +120,16 @@ std::string bad_name(std::string_view d) {
 
 void append_encoded(std::string& out, std::string_view s) {
     static constexpr char kHex[] = "0123456789ABCDEF";
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (unreserved(c)) {
-            out.push_back(ch);
-        } else {
-            out.push_back('%');
-            out.push_back(kHex[c >> 4]);
-            out.push_back(kHex[c & 15]);
-        }
+    std::size_t i = 0;
+    while (i < s.size()) {
+        std::size_t j = i;
+        while (j < s.size() && kPlain.plain[static_cast<unsigned char>(s[j])]) ++j;
+        out.append(s.data() + i, j - i);
+        if (j == s.size()) break;
+        const auto c = static_cast<unsigned char>(s[j]);
+        const char esc[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+        out.append(esc, 3);
+        i = j + 1;
     }
 }
 
