@@ -11,22 +11,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 OLD=${OLD:?set OLD to the ogc-gate binary to compare with} NEW=${NEW:-$root/bin/ogc-gate}
 N1=${N1:-200} N2=${N2:-1200} MODE=${MODE:-pass}
 P_STATIC=18960 P_GATE=18961 P_ADMIN=18962
+. "$root/bench/gate/lib/static_upstream.sh"
 tmp=$(mktemp -d)
 cleanup() { [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; pkill -f "callgrind.*$P_GATE" 2>/dev/null; sleep 0.2; rm -rf "$tmp"; }
 trap cleanup EXIT
-mkdir -p "$tmp/www" "$tmp/ngx"; chmod 755 "$tmp" "$tmp/www"
-head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1; pid $tmp/nginx.pid; error_log $tmp/nginx.err warn;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000; client_body_temp_path $tmp/ngx/body; proxy_temp_path $tmp/ngx/proxy;
-  fastcgi_temp_path $tmp/ngx/fcgi; uwsgi_temp_path $tmp/ngx/uwsgi; scgi_temp_path $tmp/ngx/scgi;
-  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; } }
-CONF
-nginx -c "$tmp/nginx.conf" -p "$tmp" || exit 1
+static_upstream "$tmp" "$P_STATIC" || exit 1
 BUDGET=(--burst 1e9 --rate 1e9); [ "$MODE" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
-# canonical_ab.sh's request: eleven parameters, priced, not coalesced.
-Q="/tile.png?service=WMS&version=1.3.0&request=GetCapabilities&layers=roads,rivers&styles=&crs=EPSG%3A4326&bbox=45.1%2C5.2%2C46.3%2C7.4&width=256&height=256&format=image%2Fpng&transparent=true"
+Q=$AB_QUERY
 
 # ir BINARY N: instructions the gate executed from start to exit, serving
 # one probe and N requests on one kept-alive connection.

@@ -10,24 +10,15 @@ OLD=${OLD:?set OLD to the ogc-gate binary to compare with} NEW=${NEW:-$root/bin/
 ROUNDS=${ROUNDS:-5} SECS=${SECS:-4} CONNS=${CONNS:-32}
 P_STATIC=18950 P_OLD=18951 P_OLD_A=18952 P_NEW=18953 P_NEW_A=18954
 . "$root/test/gate/lib/gate.sh"
+. "$root/bench/gate/lib/static_upstream.sh"
 tmp=$(mktemp -d)
 cleanup() { gate_stop "$tmp/old"; gate_stop "$tmp/new"; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; sleep 0.2; rm -rf "$tmp"; }
 trap cleanup EXIT
-mkdir -p "$tmp/www" "$tmp/ngx"; chmod 755 "$tmp" "$tmp/www"
-head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1; pid $tmp/nginx.pid; error_log $tmp/nginx.err warn;
-events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000; client_body_temp_path $tmp/ngx/body; proxy_temp_path $tmp/ngx/proxy;
-  fastcgi_temp_path $tmp/ngx/fcgi; uwsgi_temp_path $tmp/ngx/uwsgi; scgi_temp_path $tmp/ngx/scgi;
-  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; } }
-CONF
-nginx -c "$tmp/nginx.conf" -p "$tmp" || exit 1
+static_upstream "$tmp" "$P_STATIC" || exit 1
 BUDGET=(--burst 1e9 --rate 1e9); [ "${MODE:-pass}" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
 GATE_BIN=$OLD gate_start "$tmp/old" "$P_OLD" "$P_OLD_A" "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" || exit 1
 GATE_BIN=$NEW gate_start "$tmp/new" "$P_NEW" "$P_NEW_A" "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" || exit 1
-# A describe-type request: priced, not coalesced, with the parameters of a GetMap.
-Q="/tile.png?service=WMS&version=1.3.0&request=GetCapabilities&layers=roads,rivers&styles=&crs=EPSG%3A4326&bbox=45.1%2C5.2%2C46.3%2C7.4&width=256&height=256&format=image%2Fpng&transparent=true"
+Q=$AB_QUERY
 for p in "$P_OLD" "$P_NEW"; do curl -s -o /dev/null "http://127.0.0.1:$p$Q"; done  # spends a reject gate's one unit
 # Requests/s, and the gate's own CPU time per request (utime+stime from
 # /proc): on a shared 2-core machine the second is far less noisy.
