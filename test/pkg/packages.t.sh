@@ -120,6 +120,8 @@ check_eq "the unit empties the capability bounding set" "" "$(unit_lines "$UNIT"
 sed -i -e "s|^listen: .*|listen: 127.0.0.1:$GATE_PORT|" -e "s|^upstream: .*|upstream: http://127.0.0.1:$ECHO_PORT|" \
   -e "s|^admin_listen: .*|admin_listen: 127.0.0.1:$ADMIN_PORT|" "$CONF"
 /usr/bin/python3 "$root/test/gate/lib/echo_upstream.py" "$ECHO_PORT" 2>"$tmp/echo.err" & echo_pid=$!
+# The upstream must listen before the first request goes through the gate.
+for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$ECHO_PORT/" && break; sleep 0.1; done
 check "ExecStartPre (--check-config) accepts the edited config as the unit's user" \
   unit_exec "$(unit_lines "$UNIT" ExecStartPre)"
 unit_start "$(unit_lines "$UNIT" ExecStart)" "$tmp/gate.log" "$tmp/gate.err"; gate_pid=$UNIT_PID
@@ -131,6 +133,7 @@ check_eq "the ExecStart line serves /healthz" 200 "$(curl -s -o /dev/null -w '%{
 check_eq "the gate runs as ogc-gate, no new privileges, no capabilities" "$(id -u ogc-gate) 1 0000000000000000" \
   "$(awk '/^Uid:/ {u=$2} /^NoNewPrivs:/ {n=$2} /^CapBnd:/ {c=$2} END {print u, n, c}' "/proc/$gate_pid/status")"
 body=$(curl -s "http://127.0.0.1:$GATE_PORT/wms?service=WMS&version=1.3.0&request=GetCapabilities")
+echo "# the gate answered: $(head -c 160 <<<"$body" | tr '\n' ' ')"
 check "a request reaches the upstream, canonicalised" grep -q 'GET /wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities' <<<"$body"
 getmap="http://127.0.0.1:$GATE_PORT/wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=x&STYLES=&CRS=EPSG:3857&BBOX=0,0,1000,1000&WIDTH=200&HEIGHT=200&FORMAT=image/png"
 check "a 200x200 GetMap passes under the packaged caps" grep -q 'REQUEST=GetMap' <<<"$(curl -s "$getmap")"
