@@ -52,7 +52,7 @@ install-gate: bin/ogc-gate
 
 clean: clean-gate
 clean-gate:
-	rm -rf bin/ogc-gate build/gate build/fuzz
+	rm -rf bin/ogc-gate build/gate build/gate-faults build/fuzz
 
 -include $(GATE_OBJS:.o=.d) build/gate/main.d $(GATE_TEST_OBJS:.o=.d)
 
@@ -68,3 +68,19 @@ CAPS_FUZZ_SRCS := test/gate/capabilities_fuzz.cpp src/gate/capabilities.cpp src/
 build/fuzz/capabilities: $(CAPS_FUZZ_SRCS) $(wildcard src/gate/capabilities*.hpp)
 	@mkdir -p build/fuzz
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $(CAPS_FUZZ_SRCS) -lexpat
+
+# The gate with test-only fault injection at every completion handler
+# (test/gate/handler_faults.t.sh): the files that see Session's layout are
+# compiled again with OGC_GATE_FAULTS; the rest is shared with bin/ogc-gate.
+GATE_FAULT_SRCS := admin server session upstream_client
+GATE_FAULT_OBJS := $(patsubst %,build/gate-faults/%.o,$(GATE_FAULT_SRCS)) build/gate-faults/fault_injection.o
+build/gate-faults/%.o: src/gate/%.cpp
+	@mkdir -p build/gate-faults
+	$(CXX) $(GATE_CXXFLAGS) -DOGC_GATE_FAULTS -MMD -MP -c -o $@ $<
+build/gate-faults/fault_injection.o: test/gate/fault_injection.cpp
+	@mkdir -p build/gate-faults
+	$(CXX) $(GATE_CXXFLAGS) -DOGC_GATE_FAULTS -MMD -MP -c -o $@ $<
+build/gate/ogc-gate-faults: $(GATE_FAULT_OBJS) $(filter-out $(patsubst %,build/gate/%.o,$(GATE_FAULT_SRCS)),$(GATE_OBJS)) build/gate/main.o $(CORE_OBJS)
+	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ $(GATE_LIBS)
+unit: build/gate/ogc-gate-faults
+-include $(GATE_FAULT_OBJS:.o=.d)

@@ -81,29 +81,35 @@ void Session::fault(const char* what) noexcept {
         std::cerr << "ogc-gate: request " << ex_.request_id << ": exception in a handler: " << what << "\n";
     } catch (...) {
     }
-    if (faulted_) {
-        beast::error_code ignored;
-        socket_.close(ignored);
-        return;
-    }
-    faulted_ = true;
+    const bool first = !halted_;
+    halted_ = true;
+    beast::error_code ignored;
     try {
-        ex_.upstream_error = std::string("internal: ") + what;
+        if (first) ex_.upstream_error = std::string("internal: ") + what;
         drop_upstream();
+        if (probe_) probe_->socket().close(ignored);
         release_slot();
         finish_flight({FlightResult::Kind::UpstreamError, nullptr, false, "internal error"});
-        if (ex_.status_sent == 0 && ex_.counted) {
-            // Nothing said yet: a proper answer, and the connection ends.
+        if (first && ex_.status_sent == 0 && ex_.counted) {
+            // Nothing said yet: a proper answer, then the connection ends.
             ex_.keep_alive = false;
             const bool upstream = ex_.upstream_tried;
-            plain(upstream ? 502 : 500, upstream ? "bad gateway (internal error)" : "internal error", "error");
-            faulted_ = false;
+            ex_.decision.verdict = "error";
+            compose(upstream ? 502 : 500, "text/plain; charset=utf-8",
+                    upstream ? "bad gateway (internal error)\n" : "internal error\n", {});
+            client_io(cfg_ ? std::min(5.0, cfg_->limits.idle_timeout_s) : 5.0);
+            const std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::buffer(body_)};
+            asio::async_write(socket_, bufs, [self = shared_from_this()](beast::error_code, std::size_t) {
+                self->contain([&] {
+                    self->client_io_done();
+                    self->close();
+                });
+            });
             return;
         }
     } catch (...) {
     }
     // Half an answer out (or none possible): all that is left is to end it.
-    beast::error_code ignored;
     socket_.close(ignored);
     try {
         finished();
@@ -128,7 +134,7 @@ void Session::arm_idle_timer() {
     timer_armed_ = true;
     idle_timer_.expires_at(deadline_);
     idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-        if (auto self = weak.lock()) self->guard([&] { self->on_idle_timer(ec); });
+        if (auto self = weak.lock()) self->contain([&] { self->on_idle_timer(ec); });
     });
 }
 
@@ -327,6 +333,12 @@ void Session::plain(int status, const std::string& text, const std::string& verd
 // would have set: Content-Length, and Connection: close when the connection
 // ends). A HEAD request gets the head only.
 void Session::respond(int status, std::string_view type, std::string_view body, const HeaderList& headers) {
+    write_reply(compose(status, type, body, headers));
+}
+
+// Head and body of the gate's own answer into head_/body_; whether the
+// connection stays open after it.
+bool Session::compose(int status, std::string_view type, std::string_view body, const HeaderList& headers) {
     ex_.status_sent = static_cast<unsigned>(status);
     const bool again = ex_.keep_alive && !gate_.draining();
     HeadWriter w(head_, 11, static_cast<unsigned>(status));
@@ -339,7 +351,7 @@ void Session::respond(int status, std::string_view type, std::string_view body, 
     w.end();
     if (req_.method() == http::verb::head) body_.clear();
     else body_.assign(body.data(), body.size());
-    write_reply(again);
+    return again;
 }
 
 void Session::write_reply(bool again) {

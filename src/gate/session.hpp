@@ -59,11 +59,25 @@ public:
 private:
     // Every completion handler runs its body through guard(): an exception
     // costs this exchange a 500 (502 once the upstream was asked) and a log
-    // line, never the process.
+    // line, never the process. After a fault no handler body runs again
+    // (halted_): each would act on state the exception left half-changed (a
+    // cancelled upstream read once retried the request on a fresh connection).
     template <class F>
     void guard(F&& f) noexcept {
+        if (!halted_) contain(std::forward<F>(f));
+    }
+    // guard() without the halt: for the handlers a fault still needs (its
+    // own answer's write, the idle timer that bounds it).
+    template <class F>
+    void contain(F&& f) noexcept {
         try {
+#ifdef OGC_GATE_FAULTS
+            inject_fault(false);
             f();
+            inject_fault(true);
+#else
+            f();
+#endif
         } catch (const std::exception& e) {
             fault(e.what());
         } catch (...) {
@@ -71,6 +85,13 @@ private:
         }
     }
     void fault(const char* what) noexcept;
+#ifdef OGC_GATE_FAULTS
+    // Test builds only (build/gate/ogc-gate-faults, test/gate/handler_faults.t.sh):
+    // throws at the boundary the request's X-OT-Test-Fault names.
+    void inject_fault(bool after);
+    Exchange::Clock::time_point fault_epoch_{};
+    unsigned fault_calls_ = 0;
+#endif
 
     // session.cpp
     void client_io(double seconds);
@@ -91,6 +112,7 @@ private:
     std::string cookies() const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);
+    bool compose(int status, std::string_view type, std::string_view body, const HeaderList& headers);
     void write_reply(bool again);
     void finished();
     void close();
@@ -131,7 +153,7 @@ private:
     const unsigned worker_;  // the I/O thread this connection lives on
     ConnLimits::Ticket ticket_;
     IpAddr peer_{};
-    bool faulted_ = false;
+    bool halted_ = false;  // a handler threw: see guard()
     std::string head_, body_;  // a response written whole (not relayed)
     beast::flat_buffer buf_;
     std::shared_ptr<const Config> cfg_;
