@@ -151,7 +151,7 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             out = capped(std::min(in, std::max(1.0, planned(p, par))), cap);
             processed = in;
             // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row.
-            if (tf.encode) c->f.rows[static_cast<int>(core::CostClass::Encode)] += in * loops;
+            c->f.rows[static_cast<int>(core::CostClass::Encode)] += tf.encode * in * loops;
             break;
         }
         case T_Limit: {
@@ -194,8 +194,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             break;
         }
     }
-    if (tf.encode && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
-        c->f.rows[static_cast<int>(core::CostClass::Encode)] += out * loops;
+    if (tf.encode > 0 && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
+        c->f.rows[static_cast<int>(core::CostClass::Encode)] += tf.encode * out * loops;
     add_function_work(c, p, tf, qf, scan_rows_before, processed, out, loops);
     for (const ExprFacts* f : {&tf, &qf})
         for (int i = 0; i < f->nsub; i++)

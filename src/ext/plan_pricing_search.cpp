@@ -66,7 +66,7 @@ bool facts_walker(Node* node, ExprFacts* f) {
                 f->join_pred |= other_row_walker(reinterpret_cast<Node*>(args), nullptr);
                 break;
             case GisRole::AsMVTGeom:
-            case GisRole::Encode: f->encode = true; break;
+            case GisRole::Encode: f->encode++; break;
             case GisRole::None: {
                 // What PostGIS (or whoever wrote the function) declares it costs: PostGIS says 10000
                 // for GEOS work (ST_Buffer), 50-500 for cheaper geometry maths, 1 for an accessor.

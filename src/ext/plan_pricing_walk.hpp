@@ -90,7 +90,7 @@ struct ExprFacts {
     bool geog_pred;
     bool geom_pred;
     bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
-    bool encode;
+    int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
     int nsub;
     int sub[8];      // plan_ids of correlated SubPlans
     double procost;  // declared cost (pg_proc.procost) of each evaluation, of the functions no other class
