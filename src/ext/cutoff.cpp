@@ -20,12 +20,6 @@ namespace {
 
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
 volatile sig_atomic_t cutoff_fired = 0;
-// When the running pass's allowance ends; 0 between passes. The timer is
-// armed lazily: a pass whose deadline is no earlier than the one already
-// armed leaves it (arming and disarming a timeout per statement was a tenth
-// of the hook's cost on select-only); when it fires before the pass's own
-// deadline, or between passes, the handler re-arms it or lets it lapse.
-volatile TimestampTz pass_deadline = 0;
 
 // Workers every Gather of the plan may launch (an upper bound: they need not
 // all run at once, or at all). Read from the plan, not from its pricing, which
@@ -51,14 +45,7 @@ int plan_workers(const Plan* p) {
     return n;
 }
 
-// Runs in the SIGALRM handler, as every timeout handler does.
 void on_cutoff_timeout() {
-    const TimestampTz deadline = pass_deadline;
-    if (deadline == 0) return;  // armed for a pass that has ended
-    if (GetCurrentTimestamp() < deadline) {
-        enable_timeout_at(cutoff_timeout, deadline);  // armed for an earlier pass: on to this one's
-        return;
-    }
     cutoff_fired = 1;
     InterruptPending = true;
     QueryCancelPending = true;
@@ -97,17 +84,12 @@ void arm_cutoff(Execution* e) {
     if (e->allowed_ms < 0) return;
     if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
     cutoff_fired = 0;
-    const TimestampTz deadline =
-        TimestampTzPlusMilliseconds(GetCurrentTimestamp(), static_cast<int64>(std::min(std::ceil(e->allowed_ms), 1e12)));
-    pass_deadline = deadline;  // before the test below: a timer firing now re-arms for this pass
-    // Still armed (error recovery may have cleared every timeout) no later than needed: it stays.
-    if (get_timeout_active(cutoff_timeout) && get_timeout_finish_time(cutoff_timeout) <= deadline) return;
-    enable_timeout_at(cutoff_timeout, deadline);
+    enable_timeout_after(cutoff_timeout, static_cast<int>(std::min(std::ceil(e->allowed_ms), 2e9)));
 }
 
 void disarm_cutoff(bool completed) {
     if (cutoff_timeout == MAX_TIMEOUTS) return;
-    pass_deadline = 0;  // the timer stays armed for the next pass, and lapses if there is none
+    disable_timeout(cutoff_timeout, false);
     // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
     if (completed && cutoff_fired) QueryCancelPending = false;
     cutoff_fired = 0;

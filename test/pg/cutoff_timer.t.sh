@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The cut-off timer is armed lazily (src/ext/cutoff.cpp): a statement leaves
-# armed the timer of an earlier one whose deadline comes first, and the timer,
-# firing then, moves on to the running statement's own deadline. Both ways
-# round, in one session: an early timer left from a short allowance cancels
-# nothing that is within its own; a timer left far away does not spare a
-# later statement with a short allowance.
+# The cut-off timer across statements of one session: each pass is held to
+# its own allowance, never to a timer an earlier statement left behind. An
+# early deadline of a short allowance cancels nothing that is within its own;
+# a far deadline does not spare a later statement with a short allowance; a
+# timer outside a metered statement cancels nothing. (Guards any change to how
+# the timer is armed: a lazily armed timer, tried for select-only overhead and
+# left out, must pass these.)
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
