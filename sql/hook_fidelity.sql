@@ -130,3 +130,23 @@ SELECT feature(q, 'distance') >= 0.5 * feature(q, 'scan') AS join_test_in_full
                 WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10 + c.k * 0.001, 50), 4326), 0.001)) n$$)) v(q);
 SELECT feature(q, 'distance') <= 0.2 * feature(q, 'scan') AS box_recheck_at_a_tenth
   FROM (VALUES ($$SELECT count(*) FROM fid_pts t WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10, 50), 4326), 0.001)$$)) v(q);
+-- Work no class recognises is priced by what its functions declare they cost (pg_proc.procost),
+-- per row they run on: a filter that buffers every row of a sequential scan, an aggregate of a
+-- user function, costs far more than counting the rows, never ~0 (0.2 before: priced at 0).
+SELECT feature(q, 'function') >= 20000 * 10000 AS buffer_filter_per_row_read,
+       price(q) > 10 * price($$SELECT count(*) FROM fid_pts WHERE ST_Area(geom) >= 0$$) AS buffer_dearer_than_area,
+       price(q) >= least(20000 * 10000 * current_setting('ogc_throttle.function_row_cost')::float8,
+                         current_setting('ogc_throttle.cost_max')::float8) AS priced_in_full
+  FROM (VALUES ($$SELECT count(*) FROM fid_pts WHERE ST_Area(ST_Buffer(geom, 0.01)) > 0$$)) v(q);
+CREATE FUNCTION fid_dear(g geometry) RETURNS float8 LANGUAGE plpgsql COST 5000 AS
+  $$ BEGIN RETURN ST_Area(ST_Buffer(g, 0.01)); END $$;
+SELECT feature($$SELECT sum(fid_dear(geom)) FROM fid_pts WHERE kind = 1$$, 'function') >= 2000 * 5000 AS user_function_per_row,
+       feature($$SELECT sum(fid_dear(geom)) FROM fid_pts WHERE kind = 1$$, 'function')
+         < feature($$SELECT sum(fid_dear(geom)) FROM fid_pts$$, 'function') AS counted_on_rows_it_runs_on;
+-- The weight is the administrator's: at 0 the buffering filter costs what any filter does.
+SET ogc_throttle.function_row_cost = 0;
+SELECT abs(price($$SELECT count(*) FROM fid_pts WHERE ST_Area(ST_Buffer(geom, 0.01)) > 0$$)
+           - price($$SELECT count(*) FROM fid_pts WHERE ST_Area(geom) > 0$$)) < 0.001 AS weight_settable;
+RESET ogc_throttle.function_row_cost;
+SELECT show_error($$SET ogc_throttle.function_row_cost = -1$$);
+DROP FUNCTION fid_dear(geometry);

@@ -84,18 +84,21 @@ SELECT throttle_reset(current_user);
 SET ogc_throttle.capacity = 0.4;
 SET ogc_throttle.rate = 0.013;  -- keeps the retry time clear of a whole second
 SET ogc_throttle.cost_max = 1000;
+-- A price over half the capacity, whatever the default weights: the first fits, the second does not.
+SET ogc_throttle.join_row_cost = 0.0014;
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05);
 SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05);
 SELECT count(*) FROM hook_pts WHERE geom && ST_MakeEnvelope(5, 50, 5.5, 50.5, 4326);
 SET ogc_throttle.cost_max = 20;
 SET ogc_throttle.rate = 0.01;
 RESET ogc_throttle.capacity;
+RESET ogc_throttle.join_row_cost;
 
 -- log (shadow) mode: nothing is charged, would-be refusals are logged and counted.
 SET ogc_throttle.mode = 'log';
 SET client_min_messages = log;
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 0.2;
+SET ogc_throttle.capacity = 0.1;
 SELECT charged_by($$SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.05)$$) AS shadow;
 RESET client_min_messages;
 RESET ogc_throttle.capacity;

@@ -18,7 +18,7 @@ root=$(cd "$here/../.." && pwd)
 . "$root/test/lib/pg.sh"
 N=${N:-300}
 NPOINTS=${NPOINTS:-200000}
-PORT=56403
+PORT=${PORT:-56403}
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
 work=$(pg_tmpdir)
 running=""

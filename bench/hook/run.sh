@@ -29,8 +29,8 @@ PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 [ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
 # Unix sockets only (listen_addresses = ''), each in its own private directory;
 # the port numbers only name the sockets. Kept in 56400-56420.
-PORT_A=56401
-PORT_B=56402
+PORT_A=${PORT_A:-56401}
+PORT_B=${PORT_B:-56402}
 
 work=$(pg_tmpdir)
 A="$work/a"

@@ -47,6 +47,7 @@ const char* cost_class_name(CostClass c) noexcept {
         case CostClass::Encode: return "encode";
         case CostClass::Distance: return "distance";
         case CostClass::Worker: return "worker";
+        case CostClass::Function: return "function";
     }
     return "unknown";
 }
@@ -79,11 +80,12 @@ CostModel default_cost_model() noexcept {
     m.of(CostClass::Tile) = {0.022, 0.005, 0.0};
     m.of(CostClass::Map) = {2.0, 0.005, 4.0};
     m.of(CostClass::Coverage) = {2.0, 0.0, 8.0};
-    m.of(CostClass::Scan) = {0.024, 0.0002, 0.0};      // per scan started; per row read
-    m.of(CostClass::Join) = {0.0037, 0.0014, 0.0};     // per nested-loop probe; per row through joins/sorts/aggregates
-    m.of(CostClass::Encode) = {0.0, 0.0008, 0.0};      // per row encoded (MVT geometry, GeoJSON, text, reprojection)
+    m.of(CostClass::Scan) = {0.036, 0.0002, 0.0};      // per scan started; per row read
+    m.of(CostClass::Join) = {0.020, 0.00067, 0.0};     // per nested-loop probe; per row through joins/sorts/aggregates
+    m.of(CostClass::Encode) = {0.0, 0.0013, 0.0};      // per row encoded (MVT geometry, GeoJSON, text, reprojection)
     m.of(CostClass::Distance) = {0.0, 0.0042, 0.0};    // per exact geography predicate (geometry: a tenth counted against a box, in full against another row)
     m.of(CostClass::Worker) = {20.0, 0.0, 0.0};        // per parallel worker launched
+    m.of(CostClass::Function) = {0.0, 0.000004, 0.0};  // per row and unit of procost of an otherwise unpriced function
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;
     m.cost_max = 500.0;

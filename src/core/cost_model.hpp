@@ -16,8 +16,11 @@ namespace ot::core {
 //  Distance: exact spatial predicates per candidate row (geography in full, geometry at a tenth
 //            against a search box, in full against another row's geometry)
 //  Worker:   fixed: each parallel worker a statement launches
-enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker };
-inline constexpr int kCostClasses = 11;
+//  Function: per row and unit of declared cost (pg_proc.procost) of the functions a plan's
+//            expressions call that no other class prices (ST_Buffer, ST_Area, user functions)
+enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker,
+                                     Function };
+inline constexpr int kCostClasses = 12;
 const char* cost_class_name(CostClass c) noexcept;
 // "bbox, radius, …, worker": every class name, for error messages.
 const char* cost_class_list() noexcept;

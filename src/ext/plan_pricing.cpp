@@ -51,15 +51,17 @@ bool calls_extension_functions(const PlannedStmt* stmt) {
 
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
     if (!calls_extension_functions(stmt)) return {nullptr, 0, {false, core::kNoLimit, {}}, {}};
-    plan::Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr, -1, false};
+    plan::Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr, -1, false, false};
     plan::walk_plan(stmt->planTree, &w);
     ListCell* lc;
     foreach (lc, stmt->subplans) plan::walk_plan(static_cast<Plan*>(lfirst(lc)), &w);
     // Plan-wide terms for every statement that uses PostGIS.
     core::PlanFeatures plan{};
-    if (w.saw_postgis || w.ncalls > 0) {
-        double rows_by[core::kRowsSources];
-        plan = plan::plan_features(stmt, &w, rows_by);
+    // A statement whose dear work is a function no call class recognises (ST_Area(ST_Buffer(…)) in
+    // a filter, a user's function) is priced too, by what its functions declare they cost.
+    double rows_by[core::kRowsSources];
+    plan = plan::plan_features(stmt, &w, rows_by);
+    if (w.saw_postgis || w.ncalls > 0 || w.saw_costly_function) {
         core::PricedCall* c = plan::add_call(&w, core::CallKind::Plan, GisRole::None);
         for (int i = 0; i < core::kRowsSources; i++) c->scan_rows_by[i] = rows_by[i];
         c->function = "plan";
@@ -71,6 +73,7 @@ StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params
         c->upper_rows = plan.rows[static_cast<int>(core::CostClass::Join)];
         c->encode_rows = plan.rows[static_cast<int>(core::CostClass::Encode)];
         c->predicate_rows = plan.rows[static_cast<int>(core::CostClass::Distance)];
+        c->function_work = plan.rows[static_cast<int>(core::CostClass::Function)];
     }
     // A tile aggregate whose bounds could not be read is a tile of unknown size.
     if (w.asmvt) {
@@ -101,6 +104,7 @@ char* describe_call(const core::PricedCall& c, int index) {
                 if (c.encode_rows > 0) appendStringInfo(&s, ", ~%.0f rows encoded", c.encode_rows);
                 if (c.predicate_rows > 0) appendStringInfo(&s, ", ~%.0f exact-predicate rows", c.predicate_rows);
                 if (c.workers > 0) appendStringInfo(&s, ", %g parallel worker(s)", c.workers);
+                if (c.function_work > 0) appendStringInfo(&s, ", ~%.0f function cost units", c.function_work);
                 break;
             case core::CallKind::Tile:
                 if (c.zoom >= 0)

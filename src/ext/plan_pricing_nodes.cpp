@@ -39,6 +39,23 @@ double visit_list(PlanCtx* c, List* plans, double loops, double cap, double par)
     return out;
 }
 
+// Functions no class prices, by their declared cost: a filter runs on every row
+// a scan reads (what it added to the scan class, LIMIT and loops included) or
+// a node looks at; an output list on every row returned, an aggregate's on
+// every row aggregated.
+void add_function_work(PlanCtx* c, Plan* p, const ExprFacts& tf, const ExprFacts& qf, double scan_rows_before,
+                       double processed, double out, double loops) {
+    c->w->saw_costly_function |= tf.costly || qf.costly;
+    if (tf.procost <= 0 && qf.procost <= 0) return;
+    const double read = c->f.rows[static_cast<int>(core::CostClass::Scan)] - scan_rows_before;
+    const bool scan = IsA(p, SeqScan) || IsA(p, SampleScan) || IsA(p, IndexScan) || IsA(p, IndexOnlyScan) ||
+                      IsA(p, BitmapHeapScan);
+    const bool aggregates = IsA(p, Agg) || IsA(p, WindowAgg) || IsA(p, Group);
+    const double filtered = scan && read > 0 ? read : processed * loops;
+    const double emitted = (aggregates ? processed : out) * loops;
+    c->f.rows[static_cast<int>(core::CostClass::Function)] += qf.procost * filtered + tf.procost * emitted;
+}
+
 }  // namespace
 
 double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
@@ -48,6 +65,7 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
     const ExprFacts qf = facts_of(reinterpret_cast<Node*>(p->qual));
     double out = 0;
     double processed = 0;  // rows this node looks at (for correlated subplans in its expressions)
+    const double scan_rows_before = c->f.rows[static_cast<int>(core::CostClass::Scan)];
     switch (nodeTag(p)) {
         case T_SeqScan:
         case T_SampleScan: out = visit_seq_scan(c, p, loops, cap, par, qf, &processed); break;
@@ -133,7 +151,7 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             out = capped(std::min(in, std::max(1.0, planned(p, par))), cap);
             processed = in;
             // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row.
-            if (tf.encode) c->f.rows[static_cast<int>(core::CostClass::Encode)] += in * loops;
+            c->f.rows[static_cast<int>(core::CostClass::Encode)] += tf.encode * in * loops;
             break;
         }
         case T_Limit: {
@@ -176,8 +194,9 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             break;
         }
     }
-    if (tf.encode && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
-        c->f.rows[static_cast<int>(core::CostClass::Encode)] += out * loops;
+    if (tf.encode > 0 && !IsA(p, Agg) && !IsA(p, WindowAgg) && !IsA(p, Group) && !IsA(p, SetOp) && !IsA(p, Unique))
+        c->f.rows[static_cast<int>(core::CostClass::Encode)] += tf.encode * out * loops;
+    add_function_work(c, p, tf, qf, scan_rows_before, processed, out, loops);
     for (const ExprFacts* f : {&tf, &qf})
         for (int i = 0; i < f->nsub; i++)
             if (f->sub[i] >= 1 && f->sub[i] <= kMaxSubplans)

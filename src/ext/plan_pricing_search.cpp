@@ -11,6 +11,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "utils/syscache.h"
@@ -26,6 +27,15 @@ bool other_row_walker(Node* node, void*) {
     if (IsA(node, Param)) return reinterpret_cast<Param*>(node)->paramkind == PARAM_EXEC;
     if (IsA(node, Var)) return IS_SPECIAL_VARNO(reinterpret_cast<Var*>(node)->varno);
     return expression_tree_walker(node, as_walker(other_row_walker), nullptr);
+}
+
+// pg_proc.procost (readable by every role; no function is called).
+float4 declared_cost(Oid fn) {
+    HeapTuple t = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+    if (!HeapTupleIsValid(t)) return 0;
+    const float4 cost = reinterpret_cast<Form_pg_proc>(GETSTRUCT(t))->procost;
+    ReleaseSysCache(t);
+    return cost;
 }
 
 bool facts_walker(Node* node, ExprFacts* f) {
@@ -56,7 +66,17 @@ bool facts_walker(Node* node, ExprFacts* f) {
                 f->join_pred |= other_row_walker(reinterpret_cast<Node*>(args), nullptr);
                 break;
             case GisRole::AsMVTGeom:
-            case GisRole::Encode: f->encode = true; break;
+            case GisRole::Encode: f->encode++; break;
+            case GisRole::None: {
+                // What PostGIS (or whoever wrote the function) declares it costs: PostGIS says 10000
+                // for GEOS work (ST_Buffer), 50-500 for cheaper geometry maths, 1 for an accessor.
+                // Declared as cheap as an operator: the scan's per-row weight covers it.
+                const float4 cost = declared_cost(fn);
+                if (cost <= 1) break;
+                f->procost += cost;
+                f->costly |= fn >= FirstNormalObjectId;
+                break;
+            }
             default: break;
         }
     }

@@ -34,6 +34,7 @@ struct Walk {
     Bitmapset* nestloop_params;  // PARAM_EXEC ids that carry an outer row's column
     double plan_rows;            // the planner's row estimate for the node being walked
     bool saw_postgis;            // a recognised PostGIS function or operator appears in the plan
+    bool saw_costly_function;    // ... or a non-built-in function declared dearer than an operator
 };
 
 // PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
@@ -89,9 +90,12 @@ struct ExprFacts {
     bool geog_pred;
     bool geom_pred;
     bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
-    bool encode;
+    int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
     int nsub;
-    int sub[8];  // plan_ids of correlated SubPlans
+    int sub[8];      // plan_ids of correlated SubPlans
+    double procost;  // declared cost (pg_proc.procost) of each evaluation, of the functions no other class
+                     // prices and declared dearer than an operator (procost > 1)
+    bool costly;     // one of them is not built in
 };
 ExprFacts facts_of(Node* n);
 

@@ -118,6 +118,9 @@ WeightGuc weight_gucs[] = {
      "Milliseconds per exact geography test of a row read (a geometry test counts a tenth).", 0, 0},
     {core::CostClass::Worker, "ogc_throttle.worker_fixed_cost", nullptr,
      "Milliseconds per parallel worker a statement launches.", nullptr, 0, 0},
+    {core::CostClass::Function, nullptr, "ogc_throttle.function_row_cost", nullptr,
+     "Milliseconds per row and unit of declared cost (pg_proc.procost) of a function no other class prices.", 0,
+     0},
 };
 
 void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {
