@@ -265,6 +265,7 @@ void Session::upstream_error_reply(bool timeout, const std::string& msg) {
     const Rendered r = render_refusal(ex_.assessment, e, *cfg_);
     HeaderList h = ex_.decision.headers;
     h.push_back({"Cache-Control", "no-store"});
+    if (ex_.final_charge >= 0) h.push_back({"X-OT-Cost", format_ms(ex_.final_charge)});
     respond(r.status, r.content_type, r.body, h);
 }
 

@@ -30,6 +30,7 @@ identity: {hash_secret: shared-secret}
 charge: measured
 cost: {unit: ms, other: 300, weights: {map: {fixed: 300, per_row: 0, per_megapixel: 0}}}
 tiers: [{name: public, rate: 1, burst: 3000}]
+limits: {upstream_timeout: 2}
 $1
 YAML
 }
@@ -83,6 +84,16 @@ check "/metrics counts the refunds ($rf) and the settled charges ($st)" test -n 
 buckets=$(curl -s "http://127.0.0.1:$A1/buckets")
 check "/buckets shows the slow client's bucket at 3000 - 800 ms (under 2300 tokens; estimate only: 2400)" \
   python3 -c "import json,sys; b=json.loads(sys.argv[1]); sys.exit(not any(1500 < e['tokens'] < 2300 for e in b['buckets']))" "$buckets"
+
+# An upstream that hangs: the 2 s upstream_timeout ends it with a 504, and
+# the time it held is charged (an estimate-only charge: 300; a refund: ~0).
+code=$(curl -s --max-time 20 --interface 127.0.0.5 -D "$tmp/hang.h" -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G1$CAPS&delay_ms=4000")
+cost=$(tr -d '\r' <"$tmp/hang.h" | awk 'tolower($1) == "x-ot-cost:" { print $2 }')
+echo "# hung upstream: $code, charged $cost"
+check_eq "a hung upstream is cut off at upstream_timeout: 504" 504 "$code"
+check "... and charged the 2 s it held (got $cost)" between "$cost" 1990 2600
+left=$(hdr "$G1" 127.0.0.5 "" X-RateLimit-Remaining)
+check "... which the bucket shows (got $left; 3000 - 2000 - 300)" between "$left" 500 720
 
 # A client that hangs up as soon as the answer starts: the upstream keeps
 # dripping 40 blocks 50 ms apart. Measured until the hang-up is ~100 ms; the
