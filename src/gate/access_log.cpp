@@ -12,12 +12,14 @@ std::string_view log_class(const Exchange& ex) {
 std::string access_log_line(const Exchange& ex, const LogTimes& t) {
     const Assessment& a = ex.assessment;
     JsonLine j;
+    if (ex.final_charge >= 0) j.num("charged", ex.final_charge);
     j.str("class", log_class(ex));
     if (ex.coalesced) j.boolean("coalesced", true);
     if (!ex.slot_class.empty()) j.str("concurrency_class", ex.slot_class);
     j.num("cost", a.price.cost);
     j.str("identity", ex.identity_hash);
     j.num("latency_ms", t.latency_ms);
+    if (ex.measured >= 0) j.num("measured_ms", ex.measured);
     j.str("method", ex.method);
     if (!a.caps.note.empty()) j.str("note", a.caps.note);
     j.str("operation", op_name(a.req.op));

@@ -87,4 +87,17 @@ void BucketTable::refund(const std::string& key, double amount, core::Budget b, 
     it->second.tat_ns = core::gcra_refund(it->second.tat_ns, now_us * 1000, amount, b);
 }
 
+void BucketTable::charge(const std::string& key, double amount, core::Budget b, std::int64_t now_us) {
+    if (!(amount > 0)) return;
+    Shard& s = shards_[std::hash<std::string>{}(key) % kShards];
+    const auto lock = lock_briefly(s.mu);
+    auto it = s.map.find(key);
+    if (it == s.map.end()) {
+        if (s.map.size() >= per_shard_max_) make_room(s, now_us);
+        it = s.map.emplace(key, Entry{now_us * 1000, now_us, 0}).first;
+    }
+    it->second.budget = b;
+    it->second.tat_ns = core::gcra_charge(it->second.tat_ns, now_us * 1000, amount, b);
+}
+
 }  // namespace ot::gate

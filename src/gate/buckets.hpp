@@ -26,6 +26,9 @@ public:
     core::SpendResult spend(const std::string& key, double cost, core::Budget b, std::int64_t now_us);
     // Gives back part of a charge (charge on the way out); never above full.
     void refund(const std::string& key, double amount, core::Budget b, std::int64_t now_us);
+    // Charges more than admission took (a measured cost above the estimate);
+    // the bucket may go into debt.
+    void charge(const std::string& key, double amount, core::Budget b, std::int64_t now_us);
     // At most `limit` entries, tokens as of now_us under each key's last budget.
     std::vector<BucketView> snapshot(std::int64_t now_us, std::size_t limit) const;
     std::size_t size() const;

@@ -18,17 +18,19 @@ bool Coalescer::join(const std::string& key, Waiter w) {
     return false;
 }
 
-void Coalescer::finish(const std::string& key, const FlightResult& r) {
+std::size_t Coalescer::finish(const std::string& key, FlightResult r) {
     std::vector<Waiter> waiters;
     {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = flights_.find(key);
-        if (it == flights_.end()) return;
+        if (it == flights_.end()) return 1;
         waiters = std::move(it->second);
         flights_.erase(it);
     }
+    r.sharers = waiters.size() + 1;
     // Outside the lock: a waiter may start a flight of its own (Overflow).
     for (auto& w : waiters) w(r);
+    return r.sharers;
 }
 
 std::size_t Coalescer::in_flight() const {

@@ -36,6 +36,8 @@ struct FlightResult {
     std::shared_ptr<const SharedResponse> response;
     bool timeout = false;
     std::string error;
+    double upstream_ms = 0;   // the upstream's measured time for the whole flight
+    std::size_t sharers = 1;  // leader and followers (set by finish)
 };
 
 class Coalescer {
@@ -44,7 +46,8 @@ public:
     // True: the caller leads and must call finish(key, ...) exactly once.
     // False: `w` was registered and will be called (from finish's thread).
     bool join(const std::string& key, Waiter w);
-    void finish(const std::string& key, const FlightResult& r);
+    // Returns how many shared the flight (the leader and its waiters).
+    std::size_t finish(const std::string& key, FlightResult r);
     std::size_t in_flight() const;
     std::uint64_t joined_total() const;
 

@@ -162,7 +162,7 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin", "buckets"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin", "buckets", "charge"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -231,6 +231,10 @@ Config load_config_file(const std::string& path, Config c) {
         get(l, "max_connections_per_address", c.limits.max_connections_per_address, "limits");
     }
     get(root, "refund_fraction", c.refund_fraction, path);
+    if (const YAML::Node ch = root["charge"]) {
+        if (!ch.IsScalar()) bad("charge", "must be 'estimate' or 'measured'");
+        c.charge = parse_charge_mode(ch.as<std::string>());
+    }
     if (const YAML::Node b = root["buckets"]) c.buckets = parse_store_config(b);
     if (const YAML::Node ad = root["admin"]) {
         check_keys(ad, {"token", "allow"}, "admin");
@@ -292,8 +296,14 @@ Config load_config_file(const std::string& path, Config c) {
     if (const YAML::Node cost = root["cost"]) {
         check_keys(cost,
                    {"density_per_km2", "tile_max_rows", "cost_max", "other", "coverage_default_megapixels",
-                    "default_limit", "weights"},
+                    "default_limit", "weights", "unit"},
                    "cost");
+        // Costs are milliseconds of upstream time, as in the database; a
+        // config written for another unit must not be read as ms silently.
+        if (const YAML::Node u = cost["unit"])
+            if (!u.IsScalar() || u.as<std::string>() != "ms")
+                bad("cost.unit", "costs are milliseconds of upstream time: the only unit is 'ms' (scale the weights, "
+                                 "cost_max, other, passthrough costs and tier rate/burst to ms and set unit: ms)");
         get(cost, "density_per_km2", c.pricing.model.density_per_km2, "cost");
         get(cost, "tile_max_rows", c.pricing.model.tile_max_rows, "cost");
         get(cost, "cost_max", c.pricing.model.cost_max, "cost");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cost_model.hpp"
+#include "gate/settle.hpp"
 #include "core/gcra.hpp"
 #include "gate/net.hpp"
 
@@ -122,6 +123,9 @@ struct Config {
     // Share of the cost given back for 304, 204/empty bodies and upstream
     // failures: a client that caches properly is not punished.
     double refund_fraction = 0.9;
+    // estimate (default): the estimate stands, less refund_fraction as above;
+    // measured: the upstream's measured time in ms replaces it (settle.hpp).
+    ChargeMode charge = ChargeMode::Estimate;
     // Key for the address hashes (identity.hash_secret); empty in the file
     // means a random one per process start.
     std::string hash_secret;

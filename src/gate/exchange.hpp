@@ -9,6 +9,7 @@
 
 #include "core/gcra.hpp"
 #include "gate/decision.hpp"
+#include "gate/settle.hpp"
 
 namespace ot::gate {
 
@@ -32,6 +33,18 @@ struct Exchange {
     bool counted = false;  // in the in-flight count, not yet logged
     bool upstream_tried = false;  // up_started is meaningful
     Clock::time_point started{}, up_started{};
+    // Settlement (settle_session.cpp): the request's bytes went upstream at
+    // up_sent, its last byte came back at up_last; writes to the client
+    // while the upstream still had more took client_blocked_ms.
+    Clock::time_point up_sent{}, up_last{}, client_write_at{};
+    double client_blocked_ms = 0;
+    double flight_ms = 0;       // a follower's: the flight's measured upstream time
+    std::size_t sharers = 1;    // requests that shared this upstream call
+    bool from_flight = false;   // flight_ms is this exchange's upstream time
+    bool settled = false;
+    double final_charge = -1;   // after a measured settlement: the charge in ms
+    double measured = -1;       // the upstream's own time, ms
+    Ledger ledger = Ledger::Local;
 };
 
 }  // namespace ot::gate

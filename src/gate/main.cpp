@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
     }
     if (ov.vm.count("check-config")) {
         std::cout << "configuration OK\n";
+        if (cfg->buckets.store == StoreConfig::Kind::Redis)
+            std::cout << "note: buckets.store, url, timeout_ms and key_prefix are read at start only (a reload keeps the "
+                         "running store; buckets.on_error and buckets.classes reload)\n";
         return 0;
     }
 
@@ -166,6 +169,18 @@ int main(int argc, char** argv) {
                     if (next->listen != cfg->listen || next->upstream != cfg->upstream || next->admin_listen != cfg->admin_listen)
                         std::cerr << "ogc-gate: listen/upstream changes need a restart; kept the old ones\n";
                     Config merged = *next;
+                    // The store's connections live on the I/O threads: the
+                    // failure policies reload, where the buckets live does not.
+                    const StoreConfig& was = cfg->buckets;
+                    if (next->buckets.store != was.store || next->buckets.url != was.url ||
+                        next->buckets.timeout_ms != was.timeout_ms || next->buckets.key_prefix != was.key_prefix)
+                        std::cerr << "ogc-gate: buckets.store/url/timeout_ms/key_prefix changes need a restart; kept the "
+                                     "running store (its on_error policies are reloaded)\n";
+                    merged.buckets.store = was.store;
+                    merged.buckets.url = was.url;
+                    merged.buckets.endpoint = was.endpoint;
+                    merged.buckets.timeout_ms = was.timeout_ms;
+                    merged.buckets.key_prefix = was.key_prefix;
                     merged.listen = cfg->listen;
                     merged.upstream = cfg->upstream;
                     merged.admin_listen = cfg->admin_listen;

@@ -47,6 +47,12 @@ void Metrics::refunded(unsigned shard, const std::string& cls, double amount) {
     add(s.refunded, cls, amount);
 }
 
+void Metrics::settled(unsigned shard, const std::string& cls, double amount) {
+    Shard& s = at(shard);
+    std::lock_guard<std::mutex> lock(s.mu);
+    add(s.settled, cls, amount);
+}
+
 void Metrics::coalesced(unsigned shard) {
     Shard& s = at(shard);
     std::lock_guard<std::mutex> lock(s.mu);
@@ -61,6 +67,7 @@ std::string Metrics::prometheus(std::size_t bucket_keys) const {
             for (const auto& [verdict, n] : verdicts) sum.requests[cls][verdict] += n;
         for (const auto& [k, v] : p->charged) sum.charged[k] += v;
         for (const auto& [k, v] : p->refunded) sum.refunded[k] += v;
+        for (const auto& [k, v] : p->settled) sum.settled[k] += v;
         for (std::size_t i = 0; i <= kNumBounds; ++i) sum.latency_counts[i] += p->latency_counts[i];
         sum.latency_sum += p->latency_sum;
         sum.latency_n += p->latency_n;
@@ -78,6 +85,11 @@ std::string Metrics::prometheus(std::size_t bucket_keys) const {
     prom_family(o, "ogc_gate_cost_refunded_total", "counter",
                 "Cost units given back (304, empty, upstream failure, busy), by class.");
     for (const auto& [k, v] : sum.refunded) prom_sample(o, "ogc_gate_cost_refunded_total", {{"class", k}}, v);
+    if (!sum.settled.empty()) {
+        prom_family(o, "ogc_gate_cost_settled_total", "counter",
+                    "Final charges (ms of upstream time) of settled requests, by class (charge: measured).");
+        for (const auto& [k, v] : sum.settled) prom_sample(o, "ogc_gate_cost_settled_total", {{"class", k}}, v);
+    }
     prom_family(o, "ogc_gate_coalesced_total", "counter", "Requests answered from another request's upstream call.");
     prom_sample(o, "ogc_gate_coalesced_total", {}, sum.coalesced);
     prom_family(o, "ogc_gate_upstream_latency_seconds", "histogram", "Time to the upstream's complete response.");

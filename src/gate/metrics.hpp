@@ -21,6 +21,8 @@ public:
     void upstream(unsigned shard, double seconds, bool failed);
     void refunded(unsigned shard, const std::string& cls, double amount);
     void coalesced(unsigned shard);
+    // A measured settlement's final charge (charge: measured).
+    void settled(unsigned shard, const std::string& cls, double amount);
     std::string prometheus(std::size_t bucket_keys) const;
 
 private:
@@ -30,7 +32,7 @@ private:
         mutable std::mutex mu;
         // class -> verdict -> count; std::less<> finds by the caller's strings without copying them.
         std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> requests;
-        std::map<std::string, double, std::less<>> charged, refunded;
+        std::map<std::string, double, std::less<>> charged, refunded, settled;
         std::uint64_t latency_counts[kNumBounds + 1] = {};
         double latency_sum = 0;
         std::uint64_t latency_n = 0, upstream_failures = 0, coalesced = 0;

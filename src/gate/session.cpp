@@ -295,6 +295,11 @@ void Session::handle() {
             store->admit(id.key, cost, tier.budget, c.buckets.policy_for(ex_.assessment.price.cost_class),
                          [self, in, headers, id, cost, budget = tier.budget](StoreDecision d) {
                              self->guard([&] {
+                                 if (d.source == StoreDecision::Source::FailClosed && !self->cfg_->shadow)
+                                     return self->store_unavailable(d.spend.retry_after_s);
+                                 self->ex_.ledger = d.source == StoreDecision::Source::Redis      ? Ledger::Store
+                                                    : d.source == StoreDecision::Source::FailOpen ? Ledger::StoreUncharged
+                                                                                                   : Ledger::Local;
                                  std::optional<core::SpendResult> s = d.spend;
                                  if (d.source == StoreDecision::Source::Local)
                                      s = self->gate_.buckets().spend(id.key, cost, budget, now_us());

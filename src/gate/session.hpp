@@ -121,7 +121,7 @@ private:
     void admin();
     // upstream_client.cpp
     void forward(const HttpIn& in);
-    void finish_flight(FlightResult r);
+    std::size_t finish_flight(FlightResult r);  // how many shared the flight
     void on_flight(const FlightResult& r);
     void acquire_slot();
     void slot_granted();
@@ -143,6 +143,11 @@ private:
     void maybe_refund(unsigned status, bool empty_body);
     void refund(double fraction);
     void release_relay_buffers();
+    // settle_session.cpp
+    void settle(Ending e);
+    Timing timing() const;
+    void note_estimate();
+    void store_unavailable(double retry_after_s);
 
     ClientSocket socket_;
     ClientTimer idle_timer_;

@@ -63,6 +63,7 @@ void Session::forward(const HttpIn& in) {
     const auto xff = req_["X-Forwarded-For"];
     r.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
     r.keep_alive(true);
+    note_estimate();
     r.body() = ex_.decision.body ? *ex_.decision.body : req_.body();
     if (!r.body().empty() || req_.has_content_length()) r.prepare_payload();
     if (ex_.flight_key) {
@@ -80,14 +81,19 @@ void Session::forward(const HttpIn& in) {
     acquire_slot();
 }
 
-void Session::finish_flight(FlightResult r) {
-    if (!ex_.flight_key) return;
+std::size_t Session::finish_flight(FlightResult r) {
+    if (!ex_.flight_key) return 1;
     const std::string key = std::move(*ex_.flight_key);
     ex_.flight_key.reset();
-    gate_.coalescer().finish(key, r);
+    return gate_.coalescer().finish(key, std::move(r));
 }
 
 void Session::on_flight(const FlightResult& r) {
+    if (r.kind == FlightResult::Kind::Response || r.kind == FlightResult::Kind::UpstreamError) {
+        ex_.from_flight = true;  // the leader's upstream time, shared
+        ex_.flight_ms = r.upstream_ms;
+        ex_.sharers = r.sharers;
+    }
     switch (r.kind) {
         case FlightResult::Kind::Response:
             gate_.metrics().coalesced(worker_);
@@ -151,6 +157,7 @@ void Session::busy() {
     finish_flight({FlightResult::Kind::Busy, nullptr, false, {}});
     ex_.decision.verdict = "busy";
     refund(1.0);
+    settle(Ending::NoUpstream);
     const double wait = std::max(1.0, std::ceil(cfg_->concurrency.queue_timeout_s));
     OgcError e{ErrorKind::Busy, "NoApplicableCode", "",
                "The map server behind this gate is busy with requests of this kind. Retry after " +
@@ -210,6 +217,7 @@ void Session::send_upstream() {
 
 void Session::write_upstream() {
     up_.conn->expires_after(ms(cfg_->limits.upstream_timeout_s));
+    ex_.up_sent = Clock::now();
     http::async_write(*up_.conn, up_.req, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         self->guard([&] {
             if (ec) return self->upstream_failed(ec);
@@ -240,19 +248,24 @@ void Session::upstream_failed(beast::error_code ec) {
     // The verdict stays what the policy decided; the failure is logged
     // beside it (and counted in ogc_gate_upstream_failures_total).
     const std::string msg = (timeout ? "timeout: " : "") + ec.message();
-    finish_flight({FlightResult::Kind::UpstreamError, nullptr, timeout, msg});
+    ex_.up_last = Clock::now();
+    FlightResult fr{FlightResult::Kind::UpstreamError, nullptr, timeout, msg};
+    fr.upstream_ms = measured_ms(timing());
+    ex_.sharers = finish_flight(std::move(fr));
     upstream_error_reply(timeout, msg);
 }
 
 void Session::upstream_error_reply(bool timeout, const std::string& msg) {
     ex_.upstream_error = msg;
     refund(cfg_->refund_fraction);
+    settle(Ending::Failed);
     OgcError e{timeout ? ErrorKind::UpstreamTimeout : ErrorKind::UpstreamDown, "NoApplicableCode", "",
                timeout ? "The map server behind this gate did not answer in time. Try again later or ask for less."
                        : "The map server behind this gate is not reachable. Try again later."};
     const Rendered r = render_refusal(ex_.assessment, e, *cfg_);
     HeaderList h = ex_.decision.headers;
     h.push_back({"Cache-Control", "no-store"});
+    if (ex_.final_charge >= 0) h.push_back({"X-OT-Cost", format_ms(ex_.final_charge)});
     respond(r.status, r.content_type, r.body, h);
 }
 
@@ -299,6 +312,11 @@ void Session::relay_read() {
 
 void Session::relay_chunk(std::size_t n, bool more) {
     ex_.body_bytes += n;
+    if (!more) {
+        // The upstream's last byte: its time is known, the charge too.
+        ex_.up_last = Clock::now();
+        if (!up_.buffering) settle(Ending::Complete);
+    }
     if (up_.buffering) {
         up_.acc.append(up_.chunk.get(), n);
         if (up_.acc.size() <= cfg_->coalesce.max_body_bytes) {
@@ -330,6 +348,7 @@ void Session::write_client(const char* data, std::size_t n, bool more) {
             else ex_.keep_alive = false;
         }
         m.keep_alive(ex_.keep_alive && !gate_.draining());
+        if (ex_.final_charge >= 0) m.set("X-OT-Cost", format_ms(ex_.final_charge));
         ex_.status_sent = m.result_int();
         up_.sr.emplace(m);
     }
@@ -338,9 +357,12 @@ void Session::write_client(const char* data, std::size_t n, bool more) {
     b.size = n;
     b.more = more;
     client_io(cfg_->limits.idle_timeout_s);
+    ex_.client_write_at = Clock::now();
     http::async_write(socket_, *up_.sr, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
         self->guard([&] {
             self->client_io_done();
+            if (more)  // the upstream waited on this client meanwhile
+                self->ex_.client_blocked_ms += std::chrono::duration<double, std::milli>(Clock::now() - self->ex_.client_write_at).count();
             if (ec == http::error::need_buffer) ec = {};
             if (!self->up_.acc.empty()) std::string().swap(self->up_.acc);
             if (ec) {
@@ -348,6 +370,8 @@ void Session::write_client(const char* data, std::size_t n, bool more) {
                 self->drop_upstream();
                 self->release_slot();
                 self->ex_.upstream_error = "client gone: " + ec.message();
+                self->ex_.up_last = Clock::now();
+                self->settle(Ending::Abandoned);
                 return self->close();
             }
             if (more) return self->relay_read();
@@ -366,6 +390,8 @@ void Session::upstream_broke(beast::error_code ec) {
     release_slot();
     gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), true);
     ex_.upstream_error = "upstream broke off mid-body: " + ec.message();
+    ex_.up_last = Clock::now();
+    settle(Ending::Broken);
     close();
 }
 
@@ -378,6 +404,7 @@ void Session::upstream_done() {
     drop_upstream();
     release_slot();
     maybe_refund(ex_.upstream_status, ex_.body_bytes == 0);
+    settle(Ending::Complete);
 }
 
 // The leader has the whole (small) body: one copy for every waiter. A
@@ -395,9 +422,11 @@ void Session::publish() {
     }
     sr->body = std::move(up_.acc);
     up_.acc.clear();
+    FlightResult fr{FlightResult::Kind::Response, sr, false, {}};
+    fr.upstream_ms = measured_ms(timing());
+    ex_.sharers = finish_flight(std::move(fr));  // before upstream_done settles: the share needs the count
     upstream_done();
     ex_.body_bytes = sr->body.size();
-    finish_flight({FlightResult::Kind::Response, sr, false, {}});
     respond_shared(*sr, false, &own_cookies);
 }
 
@@ -412,7 +441,11 @@ void Session::respond_shared(const SharedResponse& s, bool check_refund, const H
     ex_.upstream_status = s.status;
     if (req_.method() != http::verb::head) res_.prepare_payload();
     for (const auto& [k, v] : ex_.decision.headers) res_.set(k, v);
-    if (check_refund) maybe_refund(s.status, s.body.empty());
+    if (check_refund) {
+        maybe_refund(s.status, s.body.empty());
+        settle(Ending::Complete);
+    }
+    if (ex_.final_charge >= 0) res_.set("X-OT-Cost", format_ms(ex_.final_charge));
     ex_.status_sent = res_.result_int();
     res_.set("X-Request-Id", ex_.request_id);
     res_.keep_alive(ex_.keep_alive && !gate_.draining());
@@ -422,11 +455,13 @@ void Session::respond_shared(const SharedResponse& s, bool check_refund, const H
 }
 
 void Session::maybe_refund(unsigned status, bool empty_body) {
+    if (cfg_->charge == ChargeMode::Measured) return;  // settle() instead
     const bool empty = empty_body && req_.method() != http::verb::head && status < 300;
     if (status == 304 || status == 204 || empty || status >= 500) refund(cfg_->refund_fraction);
 }
 
 void Session::refund(double fraction) {
+    if (cfg_->charge == ChargeMode::Measured) return;  // settle() instead
     if (!(ex_.decision.charged > 0) || ex_.bucket_key.empty() || ex_.refunded > 0) return;
     ex_.refunded = ex_.decision.charged * fraction;
     if (BucketStore* store = gate_.store(worker_))

@@ -79,12 +79,12 @@ sleep 3                  # the bucket refills meanwhile, as it would in Redis
 st() { curl -s -o /dev/null --max-time 5 -w '%{http_code} %{time_total}' "http://127.0.0.1:$1$Q"; }
 read -r c1 t1 <<<"$(st "$G1")"; read -r c3 t3 <<<"$(st "$G3")"
 echo "# Redis stalled: gate 1 (closed) $c1 in ${t1}s, gate 3 (open) $c3 in ${t3}s"
-check_eq "Redis stalled: on_error closed refuses" 429 "$c1"
+check_eq "Redis stalled: on_error closed refuses, 503 (the store, not the client, is at fault)" 503 "$c1"
 check_eq "... on_error open admits" 200 "$c3"
 check "... each within the 100 ms timeout (+ slack), nothing hangs" awk -v a="$t1" -v b="$t3" 'BEGIN { exit !(a < 1 && b < 1) }'
 kill -KILL "$redis_pid"; wait "$redis_pid" 2>/dev/null; redis_pid=
 read -r c1 t1 <<<"$(st "$G1")"
-check_eq "Redis down: on_error closed still refuses" 429 "$c1"
+check_eq "Redis down: on_error closed still refuses (503)" 503 "$c1"
 start_redis || not_ok "redis-server restarts"
 got=
 for _ in $(seq 1 40); do [ "$(st "$G1" | cut -d' ' -f1)" = 200 ] && { got=1; break; }; sleep 0.1; done

@@ -3,7 +3,8 @@
 # /slow sleep 3 s and /slowish 0.8 s first (timeout and drain tests).
 # /fail waits 0.5 s and hangs up without an answer; /notmodified answers 304;
 # /big?n=N sends N bytes of body; /chunked answers in chunks; a path with
-# 'setcookie' in it answers with a Set-Cookie. With ECHO_LOG set, each request line is
+# 'setcookie' in it answers with a Set-Cookie. delay_ms=N in the query sleeps N ms
+# first; with drip=K too, the answer is K blocks of 64 kB, N ms apart (a slow stream). With ECHO_LOG set, each request line is
 # appended to that file (to count upstream calls).
 # Usage: python3 echo_upstream.py PORT
 import os, sys, time
@@ -16,6 +17,23 @@ class H(BaseHTTPRequestHandler):
         if os.environ.get('ECHO_LOG'):
             with open(os.environ['ECHO_LOG'], 'a') as f:
                 f.write('%s %s\n' % (self.command, self.path))
+        q = dict(kv.split('=', 1) for kv in self.path.partition('?')[2].split('&') if '=' in kv)
+        if 'drip' in q:
+            k, gap = int(q['drip']), int(q.get('delay_ms', '0')) / 1000.0
+            self.send_response(200)
+            self.send_header('Content-Type', 'application/octet-stream')
+            self.send_header('Content-Length', str(k * 65536))
+            self.end_headers()
+            try:
+                for _ in range(k):
+                    time.sleep(gap)
+                    self.wfile.write(b'd' * 65536)
+                    self.wfile.flush()
+            except OSError:
+                pass
+            return
+        if 'delay_ms' in q:
+            time.sleep(int(q['delay_ms']) / 1000.0)
         if self.path.startswith('/fail'):
             time.sleep(0.5)
             self.close_connection = True
