@@ -7,6 +7,7 @@
 #include <random>
 
 #include "gate/access_log.hpp"
+#include "gate/cell_request.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
@@ -297,7 +298,14 @@ void Session::handle() {
                          });
             return;
         }
-        spent = gate_.buckets().spend(id.key, cost, tier.budget, now_us());
+        const std::int64_t now = now_us();
+        spent = gate_.buckets().spend(id.key, cost, tier.budget, now);
+        // The area budget is asked only once the address admitted; when it
+        // refuses, the address bucket gets its charge back (neither lost nor
+        // counted twice). Redis-shared buckets and cells are refused at load.
+        if (tier.cells && spent->outcome == core::SpendOutcome::Allowed)
+            if (auto cell = cell_for(ex_.assessment, id, tier))
+                ex_.cell = spend_cell(gate_.cells(), gate_.buckets(), id.key, *cell, cost, tier, now);
     }
     decided(in, headers, id, spent);
 }
@@ -306,7 +314,7 @@ void Session::decided(const HttpIn& in, const HeaderList& headers, const Identit
                       const std::optional<core::SpendResult>& spent) {
     const Config& c = *cfg_;
     const Tier& tier = c.tier(id.tier);
-    ex_.decision = decide(in, ex_.assessment, tier, spent, c);
+    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr);
     if (!ex_.decision.forward) {
         const Response& r = ex_.decision.response;
         return respond(r.status, r.content_type, r.body, r.headers);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gate/access_log.hpp"
+#include "gate/cell_request.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
@@ -433,6 +434,9 @@ void Session::refund(double fraction) {
         store->settle(ex_.bucket_key, -ex_.refunded, ex_.budget, [](const SettleResult&) {});  // counted in its metrics
     else
         gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
+    // The area budget (local only) gives back the same share.
+    if (const Tier& t = cfg_->tier(ex_.tier); ex_.cell && t.cells && ex_.cell->spent.outcome == core::SpendOutcome::Allowed)
+        gate_.cells().refund(cell_bucket_key(ex_.bucket_key, ex_.cell->cell), ex_.refunded, t.cells->budget, now_us());
     gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
 }
 
