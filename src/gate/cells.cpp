@@ -1,6 +1,7 @@
 #include "gate/cells.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace ot::gate {
@@ -29,12 +30,24 @@ std::int64_t index_in(double v, std::int64_t n) {
     return std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(v)), n - 1);
 }
 
-std::string key3(char tag, const std::string& level, std::int64_t x, std::int64_t y) {
-    std::string s(1, tag);
-    s += level;
-    s += std::to_string(x);
+void append_int(std::string& s, std::int64_t v) {
+    char b[24];
+    s.append(b, std::to_chars(b, b + sizeof b, v).ptr);
+}
+
+// "<tag>[<level_tag><level>:]<x>/<y>", mostly short enough for the string's own buffer: this is on
+// every keyed request's path.
+std::string key3(char tag, char level_tag, int level, bool with_level, std::int64_t x, std::int64_t y) {
+    std::string s;
+    s += tag;
+    if (level_tag) s += level_tag;
+    if (with_level) {
+        append_int(s, level);
+        s += level_tag == '+' ? ':' : '/';
+    }
+    append_int(s, x);
     s += '/';
-    s += std::to_string(y);
+    append_int(s, y);
     return s;
 }
 
@@ -51,16 +64,16 @@ std::string cell_at(double lon, double lat, double span, const CellGrid& g) {
         const double nf = static_cast<double>(n);
         const std::int64_t x = index_in((lon + 180.0) / 360.0 * nf, n);
         const std::int64_t y = index_in((1.0 - std::log(std::tan(r) + 1.0 / std::cos(r)) / kPi) / 2.0 * nf, n);
-        return key3('z', std::to_string(z) + "/", x, y);
+        return key3('z', 0, z, true, x, y);
     }
     int k = 0;
     double d = g.degrees > 0 ? g.degrees : 0.1;
-    while (d * kSlack < span && k < kMaxDoublings) d *= 2, ++k;
+    // Past the size of the world a larger cell is the same cell under another name.
+    while (d * kSlack < span && d < 360.0 && k < kMaxDoublings) d *= 2, ++k;
     lat = std::clamp(lat, -90.0, 90.0);
     const auto cols = static_cast<std::int64_t>(std::ceil(360.0 / d));
     const auto rows = static_cast<std::int64_t>(std::ceil(180.0 / d));
-    return key3('d', k == 0 ? std::string() : "+" + std::to_string(k) + ":", index_in((lon + 180.0) / d, cols),
-                index_in((lat + 90.0) / d, rows));
+    return key3('d', k == 0 ? 0 : '+', k, k != 0, index_in((lon + 180.0) / d, cols), index_in((lat + 90.0) / d, rows));
 }
 
 double lon_of_metres(double x) { return x / kEarthRadius * 180.0 / kPi; }
@@ -69,11 +82,15 @@ double lat_of_metres(double y) { return (2.0 * std::atan(std::exp(y / kEarthRadi
 }  // namespace
 
 std::string grid_name(const CellGrid& g) {
-    if (g.zoom >= 0) return "z" + std::to_string(g.zoom);
-    std::string s = std::to_string(g.degrees);
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
+    char buf[40];
+    char* p = buf;
+    if (g.zoom >= 0) {
+        *p++ = 'z';
+        p = std::to_chars(p, buf + sizeof buf, g.zoom).ptr;
+    } else {
+        p = std::to_chars(p, buf + sizeof buf, g.degrees).ptr;  // shortest form: 0.1, 0.25
+    }
+    return std::string(buf, p);
 }
 
 std::optional<std::string> cell_of_point(double lon, double lat, const CellGrid& g) {

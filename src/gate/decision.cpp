@@ -110,18 +110,36 @@ Decision refuse_cell(const Assessment& a, const Tier& tier, const CellSpend& cel
     const core::Budget& b = tier.cells->budget;
     const bool never = cell.spent.outcome == core::SpendOutcome::NeverFits;
     const long long retry = ceil_at_least(cell.spent.retry_after_s, 1);
-    std::string text = "Area rate limit of the '" + tier.name + "' tier reached for map cell " + cell.cell +
-                       " (grid " + grid_name(tier.cells->grid) + "): this request costs " + fmt_cost(a.price.cost) +
-                       " units and ";
-    if (never)
-        text += "the whole cell budget is " + fmt_cost(b.capacity) + " units, so it can never succeed here. Ask for a smaller area.";
-    else
-        text += fmt_cost(cell.spent.remaining) + " are left in this cell. Retry after " + std::to_string(retry) +
-                " s; requests for other areas are not affected.";
+    // Appended into one buffer, as the address refusal is.
+    std::string text;
+    text.reserve(240 + tier.name.size() + cell.cell.size());
+    text += "Area rate limit of the '";
+    text += tier.name;
+    text += "' tier reached for map cell ";
+    text += cell.cell;
+    text += " (grid ";
+    text += grid_name(tier.cells->grid);
+    text += "): this request costs ";
+    text += fmt_cost(a.price.cost);
+    text += " units and ";
+    if (never) {
+        text += "the whole cell budget is ";
+        text += fmt_cost(b.capacity);
+        text += " units, so it can never succeed here. Ask for a smaller area.";
+    } else {
+        text += fmt_cost(cell.spent.remaining);
+        text += " are left in this cell. Retry after ";
+        text += std::to_string(retry);
+        text += " s; requests for other areas are not affected.";
+    }
     OgcError e{never ? ErrorKind::NeverFits : ErrorKind::RateLimited, never ? "InvalidParameterValue" : "NoApplicableCode",
                "", std::move(text)};
     Decision n = refuse(a, e, c, never ? "cell_never_fits" : "cell_throttled");
-    for (auto& h : ratelimit_headers(tier.name + ".cell", b, cell.spent.remaining, cell.spent.reset_after_s))
+    std::string policy;
+    policy.reserve(tier.name.size() + 5);
+    policy += tier.name;
+    policy += ".cell";
+    for (auto& h : ratelimit_headers(policy, b, cell.spent.remaining, cell.spent.reset_after_s))
         n.response.headers.push_back(std::move(h));
     if (!never) n.response.headers.push_back({"Retry-After", std::to_string(retry)});
     return n;
@@ -139,6 +157,10 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                        : (a.caps.new_target || a.caps.new_body ? "rewritten" : "pass");
     HeaderList rl;
     if (spent) {
+        // The area budget refused what the address admitted: its headers, not the address's.
+        const bool cell_refused = spent->outcome == core::SpendOutcome::Allowed && cell && tier.cells &&
+                                  cell->spent.outcome != core::SpendOutcome::Allowed;
+        if (cell_refused && !c.shadow) return refuse_cell(a, tier, *cell, c);
         rl = ratelimit_headers(tier, spent->remaining, spent->reset_after_s);
         if (spent->outcome == core::SpendOutcome::NeverFits) {
             if (!c.shadow) {
@@ -175,8 +197,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                 return n;
             }
             verdict = "shadow_throttled";
-        } else if (cell && tier.cells && cell->spent.outcome != core::SpendOutcome::Allowed) {
-            if (!c.shadow) return refuse_cell(a, tier, *cell, c);
+        } else if (cell_refused) {
             verdict = "shadow_cell_throttled";
         } else {
             d.charged = a.price.cost;
