@@ -85,12 +85,6 @@ std::string cells_problem(const Config& c) {
         for (const std::string& k : t.cells->classes)
             if (!known_class(k))
                 return where + ".classes: unknown cost class '" + k + "' (" + core::cost_class_list() + ", other)";
-        // The cell buckets live in this process only; with a shared store
-        // each gate would grant a scraper the cell budget again.
-        if (c.buckets.store == StoreConfig::Kind::Redis)
-            return where + ": area budgets are not shared through buckets.store redis yet; with several gates each "
-                           "would grant the cell budget again. Remove cells or use the local store (doc/gate.md, "
-                           "\"Area budgets\")";
     }
     return {};
 }

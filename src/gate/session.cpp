@@ -290,10 +290,10 @@ void Session::handle() {
             store->admit(id.key, cost, tier.budget, c.buckets.policy_for(ex_.assessment.price.cost_class),
                          [self, in, headers, id, cost, budget = tier.budget](StoreDecision d) {
                              self->guard([&] {
-                                 std::optional<core::SpendResult> s = d.spend;
-                                 if (d.source == StoreDecision::Source::Local)
-                                     s = self->gate_.buckets().spend(id.key, cost, budget, now_us());
-                                 self->decided(in, headers, id, s);
+                                 core::SpendResult s = d.spend;
+                                 const bool local = d.source == StoreDecision::Source::Local;
+                                 if (local) s = self->gate_.buckets().spend(id.key, cost, budget, now_us());
+                                 self->shared_cell(in, headers, id, s, local);  // then decided()
                              });
                          });
             return;

@@ -88,6 +88,9 @@ private:
     // later from the shared store): refuse or forward.
     void decided(const HttpIn& in, const HeaderList& headers, const Identity& id,
                  const std::optional<core::SpendResult>& spent);
+    // session_cells.cpp: the area budget in the shared store, after the address admitted.
+    void shared_cell(const HttpIn& in, const HeaderList& headers, const Identity& id, const core::SpendResult& addr,
+                     bool addr_local);
     std::string cookies() const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);

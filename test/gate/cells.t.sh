@@ -28,8 +28,6 @@ bad_config "a missing burst" "{grid: 0.1, rate: 1}" "tiers[public].cells: needs 
 bad_config "a zero rate" "{grid: 0.1, rate: 0, burst: 5}" "tiers[public].cells: "
 bad_config "an unknown cost class" "{grid: 0.1, rate: 1, burst: 5, classes: [maps]}" "unknown cost class 'maps'"
 bad_config "an unknown key" "{grid: 0.1, rate: 1, burst: 5, size: 3}" "unknown key 'size'"
-bad_config "cells with the Redis store" "{grid: 0.1, rate: 1, burst: 5}" "not shared through buckets.store redis" \
-  $'identity: {hash_secret: s3cret-s3cret}\nbuckets: {store: redis, url: "redis://127.0.0.1:6379/0"}'
 printf 'tiers:\n  - {name: public, rate: 10, burst: 100, cells: {grid: z12, rate: 1, burst: 5}}\n' >"$tmp/good.yaml"
 check "--check-config accepts a zoom-level grid" "$GATE_BIN" --config "$tmp/good.yaml" --check-config
 
