@@ -7,7 +7,6 @@
 #include <random>
 
 #include "gate/access_log.hpp"
-#include "gate/cell_request.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
@@ -300,12 +299,7 @@ void Session::handle() {
         }
         const std::int64_t now = now_us();
         spent = gate_.buckets().spend(id.key, cost, tier.budget, now);
-        // The area budget is asked only once the address admitted; when it
-        // refuses, the address bucket gets its charge back (neither lost nor
-        // counted twice). Redis-shared buckets and cells are refused at load.
-        if (tier.cells && spent->outcome == core::SpendOutcome::Allowed)
-            if (auto cell = cell_for(ex_.assessment, id, tier))
-                ex_.cell = spend_cell(gate_.cells(), gate_.buckets(), id.key, *cell, cost, tier, now);
+        if (tier.cells) local_cell(id, *spent, now);
     }
     decided(in, headers, id, spent);
 }

@@ -1,14 +1,23 @@
-// The area budget (tiers[].cells) when the buckets live in the shared store
-// (buckets.store: redis): a second call, for the cell's key, once the
-// address admitted, and a compensating refund of the address when the cell
-// refuses. Two calls rather than one script: between them another gate can
-// see the address charged for a request that ends refused — by one
-// request's cost, for one round trip.
+// The area budget (tiers[].cells): asked only once the address admitted;
+// when it refuses, the address bucket gets its charge back, so the refused
+// request is neither charged nor counted twice.
 #include "gate/cell_request.hpp"
 #include "gate/session.hpp"
 
 namespace ot::gate {
 
+void Session::local_cell(const Identity& id, const core::SpendResult& addr, std::int64_t now) {
+    const Tier& tier = cfg_->tier(id.tier);
+    if (addr.outcome != core::SpendOutcome::Allowed) return;
+    if (auto cell = cell_for(ex_.assessment, id, tier))
+        ex_.cell = spend_cell(gate_.cells(), gate_.buckets(), id.key, *cell, ex_.assessment.price.cost, tier, now);
+}
+
+// With the buckets in the shared store (buckets.store: redis): a second call,
+// for the cell's key, and a compensating settle of the address when the cell
+// refuses. Two calls rather than one script: between them another gate can
+// see the address charged for a request that ends refused — by one
+// request's cost, for one round trip.
 void Session::shared_cell(const HttpIn& in, const HeaderList& headers, const Identity& id,
                           const core::SpendResult& addr, bool addr_local) {
     const Config& c = *cfg_;
@@ -38,6 +47,18 @@ void Session::shared_cell(const HttpIn& in, const HeaderList& headers, const Ide
                          self->decided(in, headers, id, addr);
                      });
                  });
+}
+
+// A refund (304, empty answer, upstream failure) gives the cell the same
+// share as the address, where the cell was charged.
+void Session::refund_cell() {
+    const Tier& t = cfg_->tier(ex_.tier);
+    if (!ex_.cell || !t.cells || ex_.cell->spent.outcome != core::SpendOutcome::Allowed) return;
+    const std::string key = cell_bucket_key(ex_.bucket_key, ex_.cell->cell);
+    if (BucketStore* store = gate_.store(worker_))
+        store->settle(key, -ex_.refunded, t.cells->budget, [](const SettleResult&) {});
+    else
+        gate_.cells().refund(key, ex_.refunded, t.cells->budget, now_us());
 }
 
 }  // namespace ot::gate

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "gate/access_log.hpp"
-#include "gate/cell_request.hpp"
 #include "gate/decision.hpp"
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
@@ -434,14 +433,7 @@ void Session::refund(double fraction) {
         store->settle(ex_.bucket_key, -ex_.refunded, ex_.budget, [](const SettleResult&) {});  // counted in its metrics
     else
         gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
-    // The area budget gives back the same share, where it was charged.
-    if (const Tier& t = cfg_->tier(ex_.tier); ex_.cell && t.cells && ex_.cell->spent.outcome == core::SpendOutcome::Allowed) {
-        const std::string key = cell_bucket_key(ex_.bucket_key, ex_.cell->cell);
-        if (BucketStore* store = gate_.store(worker_))
-            store->settle(key, -ex_.refunded, t.cells->budget, [](const SettleResult&) {});
-        else
-            gate_.cells().refund(key, ex_.refunded, t.cells->budget, now_us());
-    }
+    refund_cell();  // the area budget's share
     gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
 }
 

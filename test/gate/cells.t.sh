@@ -109,6 +109,10 @@ scraper 198.51.100.70 "z11" $(( X1 / 8 * 8 )) $(( Y1 / 8 * 8 ))
 st=""; for i in $(seq 1 12); do st="$st$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Api-Key: partner-1' "http://127.0.0.1:$G/tiles/osm/14/$X0/$Y0.png") "; done
 check_eq "a keyed client's 12 tiles of one cell all pass" "$(printf '200 %.0s' $(seq 1 12))" "$st"
 
+# A client that caches: 304s give the cell 0.9 of each charge back, as the address.
+st=""; for i in $(seq 1 20); do st="$st$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Forwarded-For: 198.51.100.20' "http://127.0.0.1:$G/notmodified/tiles/14/$X0/$Y0.png") "; done
+check_eq "20 revalidations (304) of one cell's tile pass: refunds reach the cell budget (6 + 2/s without)" "$(printf '304 %.0s' $(seq 1 20))" "$st"
+
 # --- the panning user ------------------------------------------------------------
 $PY "$WALK" pan "$G" 198.51.100.8 0.25 50 0.1 15 >"$tmp/p.json" || not_ok "panning user ran"
 $PY - "$tmp/p.json" <<'PY'
