@@ -24,6 +24,7 @@ std::string metrics_text(Gate& g) {
         prom_family(m, name, "counter", help);
         prom_sample(m, name, {}, v);
     };
+    gauge("ogc_gate_cell_keys", "Area budget buckets (client and map cell) held; see tiers[].cells.", g.cells().size());
     gauge("ogc_gate_flights_in_progress", "Coalesced upstream calls under way.", g.coalescer().in_flight());
     gauge("ogc_gate_upstream_idle_connections", "Keep-alive connections to the upstream, idle.", g.idle_upstream());
     ConnLimits& cl = g.conn_limits();
@@ -62,6 +63,28 @@ std::string buckets_json(Gate& g) {
                        {"throttled", b.throttled},
                        {"last_request_s_ago", static_cast<double>(now - b.last_request_us) / 1e6}});
     nlohmann::json j = {{"keys", g.buckets().size()}, {"buckets", arr}};
+    // The area budgets: each tier's grid and budget, and the cells in use
+    // ("<identity key>@<cell>", split for reading).
+    nlohmann::json budgets = nlohmann::json::array(), cells = nlohmann::json::array();
+    for (const Tier& t : g.config()->tiers)
+        if (t.cells)
+            budgets.push_back({{"tier", t.name},
+                               {"grid", grid_name(t.cells->grid)},
+                               {"rate", t.cells->budget.rate},
+                               {"burst", t.cells->budget.capacity},
+                               {"classes", t.cells->classes},
+                               {"keyed_clients", t.cells->keyed_clients}});
+    for (const BucketView& b : g.cells().snapshot(now, 10000)) {
+        const std::size_t at = b.key.find('@');
+        cells.push_back({{"key", b.key.substr(0, at)},
+                         {"cell", at == std::string::npos ? std::string() : b.key.substr(at + 1)},
+                         {"tokens", b.tokens},
+                         {"throttled", b.throttled},
+                         {"last_request_s_ago", static_cast<double>(now - b.last_request_us) / 1e6}});
+    }
+    j["cell_budgets"] = std::move(budgets);
+    j["cell_keys"] = g.cells().size();
+    j["cells"] = std::move(cells);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

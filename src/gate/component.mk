@@ -4,7 +4,7 @@
 GATE_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc -pthread
 GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
-GATE_PURE     := cells settle text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
+GATE_PURE     := cells cell_config cell_request settle text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
 # The capabilities rewrite (expat).
 GATE_PURE     += capabilities capabilities_doc capabilities_url
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "gate/cell_config.hpp"
 #include "gate/kvp.hpp"
 #include "gate/text.hpp"
 
@@ -108,6 +109,7 @@ std::string config_problem(const Config& c) {
         have_default |= t.name == c.default_tier;
     }
     if (!have_default) return "default_tier '" + c.default_tier + "' is not a defined tier";
+    if (std::string p = cells_problem(c); !p.empty()) return p;
     if (const char* p = core::cost_model_problem(c.pricing.model)) return std::string("cost: ") + p;
     if (!(c.pricing.other_cost >= 0) || !(c.pricing.coverage_default_megapixels > 0) || !(c.pricing.default_limit >= 0))
         return "cost: other, coverage_default_megapixels and default_limit must be non-negative numbers";
@@ -282,7 +284,7 @@ Config load_config_file(const std::string& path, Config c) {
         if (!tiers.IsSequence()) bad("tiers", "must be a list");
         c.tiers.clear();
         for (const auto& t : tiers) {
-            check_keys(t, {"name", "rate", "burst", "keys", "networks"}, "tiers[]");
+            check_keys(t, {"name", "rate", "burst", "keys", "networks", "cells"}, "tiers[]");
             Tier tier;
             get(t, "name", tier.name, "tiers[]");
             get(t, "rate", tier.budget.rate, "tiers[" + tier.name + "]");
@@ -290,6 +292,7 @@ Config load_config_file(const std::string& path, Config c) {
             if (!t["rate"] || !t["burst"]) bad("tiers[" + tier.name + "]", "needs rate and burst");
             get(t, "keys", tier.key_hashes, "tiers[" + tier.name + "]");
             tier.networks = cidrs(t["networks"], "tiers[" + tier.name + "].networks");
+            if (t["cells"]) tier.cells = parse_cell_policy(t["cells"], "tiers[" + tier.name + "].cells");
             c.tiers.push_back(std::move(tier));
         }
     }

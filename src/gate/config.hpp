@@ -4,12 +4,14 @@
 #pragma once
 #include "gate/store_config.hpp"
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cost_model.hpp"
 #include "gate/settle.hpp"
 #include "core/gcra.hpp"
+#include "gate/cells.hpp"
 #include "gate/net.hpp"
 
 namespace ot::gate {
@@ -40,6 +42,7 @@ struct Tier {
     core::Budget budget;
     std::vector<std::string> key_hashes;  // identity hashes (see identity.hpp) that belong here
     std::vector<Cidr> networks;           // client addresses that belong here
+    std::optional<CellPolicy> cells = std::nullopt;  // the area budget (cell_config.hpp), when set
 };
 
 struct Pricing {

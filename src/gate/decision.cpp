@@ -70,15 +70,19 @@ Assessment assess(const HttpIn& in, const Config& c) {
 }
 
 HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s) {
-    const auto q = static_cast<long long>(std::floor(tier.budget.capacity));
-    const long long w = ceil_at_least(tier.budget.capacity / tier.budget.rate, 1);
+    return ratelimit_headers(tier.name, tier.budget, remaining, reset_s);
+}
+
+HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double remaining, double reset_s) {
+    const auto q = static_cast<long long>(std::floor(b.capacity));
+    const long long w = ceil_at_least(b.capacity / b.rate, 1);
     const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
     const long long t = ceil_at_least(reset_s, 0);
-    const auto item = [&tier](char k1, long long v1, char k2, long long v2) {
+    const auto item = [policy](char k1, long long v1, char k2, long long v2) {
         std::string s;
-        s.reserve(tier.name.size() + 48);
+        s.reserve(policy.size() + 48);
         s += '"';
-        s += tier.name;
+        s += policy;
         s += "\";";
         s += k1;
         s += '=';
@@ -99,8 +103,51 @@ HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s)
     return h;
 }
 
+namespace {
+// The area budget refused (the address bucket had admitted, and has its
+// charge back): say which budget, which cell and when it refills.
+Decision refuse_cell(const Assessment& a, const Tier& tier, const CellSpend& cell, const Config& c) {
+    const core::Budget& b = tier.cells->budget;
+    const bool never = cell.spent.outcome == core::SpendOutcome::NeverFits;
+    const long long retry = ceil_at_least(cell.spent.retry_after_s, 1);
+    // Appended into one buffer, as the address refusal is.
+    std::string text;
+    text.reserve(240 + tier.name.size() + cell.cell.size());
+    text += "Area rate limit of the '";
+    text += tier.name;
+    text += "' tier reached for map cell ";
+    text += cell.cell;
+    text += " (grid ";
+    text += grid_name(tier.cells->grid);
+    text += "): this request costs ";
+    text += fmt_cost(a.price.cost);
+    text += " units and ";
+    if (never) {
+        text += "the whole cell budget is ";
+        text += fmt_cost(b.capacity);
+        text += " units, so it can never succeed here. Ask for a smaller area.";
+    } else {
+        text += fmt_cost(cell.spent.remaining);
+        text += " are left in this cell. Retry after ";
+        text += std::to_string(retry);
+        text += " s; requests for other areas are not affected.";
+    }
+    OgcError e{never ? ErrorKind::NeverFits : ErrorKind::RateLimited, never ? "InvalidParameterValue" : "NoApplicableCode",
+               "", std::move(text)};
+    Decision n = refuse(a, e, c, never ? "cell_never_fits" : "cell_throttled");
+    std::string policy;
+    policy.reserve(tier.name.size() + 5);
+    policy += tier.name;
+    policy += ".cell";
+    for (auto& h : ratelimit_headers(policy, b, cell.spent.remaining, cell.spent.reset_after_s))
+        n.response.headers.push_back(std::move(h));
+    if (!never) n.response.headers.push_back({"Retry-After", std::to_string(retry)});
+    return n;
+}
+}  // namespace
+
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
-                const std::optional<core::SpendResult>& spent, const Config& c) {
+                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell) {
     const OgcRequest& r = a.req;
     Decision d;
     if (a.caps.error && !c.shadow)
@@ -110,6 +157,10 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                        : (a.caps.new_target || a.caps.new_body ? "rewritten" : "pass");
     HeaderList rl;
     if (spent) {
+        // The area budget refused what the address admitted: its headers, not the address's.
+        const bool cell_refused = spent->outcome == core::SpendOutcome::Allowed && cell && tier.cells &&
+                                  cell->spent.outcome != core::SpendOutcome::Allowed;
+        if (cell_refused && !c.shadow) return refuse_cell(a, tier, *cell, c);
         rl = ratelimit_headers(tier, spent->remaining, spent->reset_after_s);
         if (spent->outcome == core::SpendOutcome::NeverFits) {
             if (!c.shadow) {
@@ -146,6 +197,8 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                 return n;
             }
             verdict = "shadow_throttled";
+        } else if (cell_refused) {
+            verdict = "shadow_cell_throttled";
         } else {
             d.charged = a.price.cost;
         }

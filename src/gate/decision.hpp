@@ -5,6 +5,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/gcra.hpp"
 #include "gate/caps.hpp"
@@ -42,10 +43,18 @@ struct Decision {
     double charged = 0;
 };
 
+// The area budget's answer (tiers[].cells), asked only once the address
+// bucket admitted; when it refuses, the caller has given the address bucket
+// its charge back.
+struct CellSpend {
+    std::string cell;  // as /buckets names it
+    core::SpendResult spent;
+};
+
 // `spent` is the bucket's answer for this identity and cost (absent when the
-// bucket was not consulted).
+// bucket was not consulted); `cell` the area budget's, when it was asked.
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
-                const std::optional<core::SpendResult>& spent, const Config& c);
+                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell = nullptr);
 
 // A refusal in the client's protocol: OGC exception document, problem JSON,
 // plain text, or for a WMS GetMap with EXCEPTIONS=INIMAGE/BLANK an image.
@@ -53,5 +62,7 @@ Rendered render_refusal(const Assessment& a, const OgcError& e, const Config& c)
 
 // The rate-limit header set for a bucket state.
 HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s);
+// The same for any named budget (the area budget is "<tier>.cell").
+HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double remaining, double reset_s);
 
 }  // namespace ot::gate

@@ -24,6 +24,7 @@ struct Exchange {
     std::optional<std::string> flight_key;  // set while leading a flight
     std::string slot_class, bucket_key;
     core::Budget budget{1, 1};
+    std::optional<CellSpend> cell;  // the area budget's answer, when asked
     double refunded = 0;
     unsigned status_sent = 0, upstream_status = 0;
     std::size_t body_bytes = 0;  // upstream body relayed

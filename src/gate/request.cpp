@@ -149,6 +149,9 @@ void parse_kvp(OgcRequest& r) {
         const Param* tm = kvp(r, "TILEMATRIX");
         if (!tm) return fail(r, "TILEMATRIX is missing", "TILEMATRIX", "MissingParameterValue");
         r.zoom = trailing_int(tm->value);
+        if (const Param* p = kvp(r, "TILEROW")) r.tile_row = parse_int(p->value);
+        if (const Param* p = kvp(r, "TILECOL")) r.tile_col = parse_int(p->value);
+        if (const Param* p = kvp(r, "TILEMATRIXSET")) r.tile_matrix_set = p->value;
         // Priced by its zoom: a TileMatrix the gate cannot read one from
         // would otherwise pass as the cheapest, zoom 0.
         if (!r.zoom) fail(r, "TILEMATRIX must end in the zoom level (a number)", "TILEMATRIX");

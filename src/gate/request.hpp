@@ -73,6 +73,12 @@ struct OgcRequest {
     std::optional<BboxIn> bbox;
     bool bbox_axis_latlon = false;             // first axis is latitude
     std::optional<std::int64_t> zoom;
+    // A tile's column and row (row 0 at the top, as WMTS counts; a TMS path's
+    // rows count up and are flipped only where the cell is computed) and its
+    // tile matrix set ("" for XYZ): what the area budget keys on (cell_request.hpp).
+    std::optional<std::int64_t> tile_col, tile_row;
+    std::string tile_matrix_set;
+    bool tile_rows_up = false;
     bool hits_only = false;                    // RESULTTYPE=hits
     double feature_info_count = 1;
 

@@ -129,6 +129,18 @@ void parse_path(OgcRequest& r) {
     const bool api = r.service == Service::Tiles && ogcapi_tiles(segs);
     r.dialect = api ? Dialect::OgcApi : dialect_for(r.service, {});
     r.zoom = trailing_int(segs[matrix]);
+    // Kept for the area budget: WMTS REST and OGC API Tiles name
+    // .../{TileMatrixSet}/{TileMatrix}/{TileRow}/{TileCol}, XYZ .../{z}/{x}/{y}
+    // and TMS the same with rows counted from the bottom.
+    if (r.service == Service::Wmts || api) {
+        r.tile_row = parse_int(segs[matrix + 1]);
+        r.tile_col = parse_int(matrix + 2 == n - 1 ? last : segs[matrix + 2]);
+        if (matrix >= 1) r.tile_matrix_set = std::string(segs[matrix - 1]);
+    } else {
+        r.tile_col = parse_int(segs[n - 2]);
+        r.tile_row = parse_int(last);
+        for (auto s : segs) r.tile_rows_up |= iequals(s, "tms");
+    }
     if (!r.zoom) fail(r, "the tile matrix (zoom) must end in a number", api ? "tileMatrix" : "TileMatrix");
 }
 

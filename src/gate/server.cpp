@@ -59,6 +59,7 @@ Gate::Listener::Listener(asio::io_context& ioc) : acceptor(asio::make_strand(ioc
 
 Gate::Gate(asio::io_context& ioc, std::shared_ptr<const Config> cfg)
     : ioc_(ioc), cfg_(std::move(cfg)), upstream_(parse_upstream(cfg_->upstream)), buckets_(cfg_->limits.max_keys),
+      cells_(cfg_->limits.max_keys),
       public_(ioc), admin_(ioc) {
     slots_.configure(cfg_->concurrency.classes, cfg_->concurrency.max_queue);
     admin_.admin = true;
@@ -167,6 +168,7 @@ void Gate::out_of_descriptors(Listener& l) {
 
 void Gate::reload(std::shared_ptr<const Config> cfg) {
     buckets_.set_max_keys(cfg->limits.max_keys);
+    cells_.set_max_keys(cfg->limits.max_keys);
     slots_.configure(cfg->concurrency.classes, cfg->concurrency.max_queue);
     for (auto& p : pools_) p->configure(cfg->limits.upstream_keepalive, cfg->limits.upstream_idle_timeout_s);
     std::atomic_store(&cfg_, std::move(cfg));

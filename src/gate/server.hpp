@@ -49,6 +49,7 @@ public:
     const std::shared_ptr<const Config>& config(unsigned worker);
     boost::asio::io_context& ioc() { return ioc_; }
     BucketTable& buckets() { return buckets_; }
+    BucketTable& cells() { return cells_; }  // the area budgets (tiers[].cells), bounded like buckets()
     // The shared store of I/O thread `worker` (buckets.store: redis), else null.
     BucketStore* store(unsigned worker) { return stores_.empty() ? nullptr : stores_[worker].get(); }
     redis::StoreMetrics& store_metrics() { return store_metrics_; }
@@ -107,7 +108,7 @@ private:
     std::atomic<std::uint64_t> cfg_generation_{0};  // bumped after each reload's store
     std::vector<std::unique_ptr<PerThread>> per_thread_;
     Upstream upstream_;
-    BucketTable buckets_;
+    BucketTable buckets_, cells_;
     Metrics metrics_;
     Coalescer coalescer_;
     Slots slots_;

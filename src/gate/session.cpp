@@ -300,15 +300,17 @@ void Session::handle() {
                                  self->ex_.ledger = d.source == StoreDecision::Source::Redis      ? Ledger::Store
                                                     : d.source == StoreDecision::Source::FailOpen ? Ledger::StoreUncharged
                                                                                                    : Ledger::Local;
-                                 std::optional<core::SpendResult> s = d.spend;
-                                 if (d.source == StoreDecision::Source::Local)
-                                     s = self->gate_.buckets().spend(id.key, cost, budget, now_us());
-                                 self->decided(in, headers, id, s);
+                                 core::SpendResult s = d.spend;
+                                 const bool local = d.source == StoreDecision::Source::Local;
+                                 if (local) s = self->gate_.buckets().spend(id.key, cost, budget, now_us());
+                                 self->shared_cell(in, headers, id, s, local);  // then decided()
                              });
                          });
             return;
         }
-        spent = gate_.buckets().spend(id.key, cost, tier.budget, now_us());
+        const std::int64_t now = now_us();
+        spent = gate_.buckets().spend(id.key, cost, tier.budget, now);
+        if (tier.cells) local_cell(id, *spent, now);
     }
     decided(in, headers, id, spent);
 }
@@ -317,7 +319,7 @@ void Session::decided(const HttpIn& in, const HeaderList& headers, const Identit
                       const std::optional<core::SpendResult>& spent) {
     const Config& c = *cfg_;
     const Tier& tier = c.tier(id.tier);
-    ex_.decision = decide(in, ex_.assessment, tier, spent, c);
+    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr);
     if (!ex_.decision.forward) {
         const Response& r = ex_.decision.response;
         return respond(r.status, r.content_type, r.body, r.headers);

@@ -109,6 +109,12 @@ private:
     // later from the shared store): refuse or forward.
     void decided(const HttpIn& in, const HeaderList& headers, const Identity& id,
                  const std::optional<core::SpendResult>& spent);
+    // session_cells.cpp: the area budget (tiers[].cells), asked once the address admitted, in
+    // the gate's own table or the shared store; and its share of a refund.
+    void local_cell(const Identity& id, const core::SpendResult& addr, std::int64_t now);
+    void shared_cell(const HttpIn& in, const HeaderList& headers, const Identity& id, const core::SpendResult& addr,
+                     bool addr_local);
+    void refund_cell();
     std::string cookies() const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);

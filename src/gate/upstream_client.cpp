@@ -468,6 +468,7 @@ void Session::refund(double fraction) {
         store->settle(ex_.bucket_key, -ex_.refunded, ex_.budget, [](const SettleResult&) {});  // counted in its metrics
     else
         gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
+    refund_cell();  // the area budget's share
     gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
 }
 

@@ -18,6 +18,9 @@ for s in \
   '?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&WIDTH=256&HEIGHT=256&CRS=EPSG:4326&BBOX=0,0,1,1' \
   '?service=wfs&request=GetFeature&version=2.0.0&count=10&bbox=1,2,3,4,urn:ogc:def:crs:EPSG::4326' \
   '?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIX=EPSG:3857:5' \
+  '?SERVICE=WMTS&REQUEST=GetTile&TILEMATRIXSET=WorldCRS84Quad&TILEMATRIX=5&TILEROW=3&TILECOL=40' \
+  'wmts/a/default/UTM32Quad/16/40000/30000.png' 'tms/1.0.0/a/14/8587/10835.png' \
+  '?SERVICE=WMS&REQUEST=GetMap&VERSION=1.1.1&WIDTH=256&HEIGHT=256&SRS=EPSG:3857&BBOX=20037000,0,-20037000,1000' \
   'tiles/3/1/2.png' 'collections/a/items?limit=5000&bbox=1,2,3,4' \
   '?SERVICE=WCS&REQUEST=GetCoverage&WIDTH=10&HEIGHT=%32'; do
   printf '\0%s' "$s" >"$work/corpus/seed$i"; i=$((i + 1))

@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes through the gate's request parsers, caps,
-// pricing, exception rendering, the coalescing key and the address parsers. The first byte picks the method and
+// pricing, exception rendering, the coalescing key, the area budget's cell and the address parsers. The first byte picks the method and
 // content type; the rest splits at the first newline into target and body.
 // Property: what the gate forwards is a fixed point. Parsed again, the
 // canonical request is accepted with the same service, operation, price
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gate/cell_request.hpp"
 #include "gate/coalescer.hpp"
 #include "gate/decision.hpp"
 #include "gate/identity.hpp"
@@ -53,7 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const ot::gate::Decision e = ot::gate::decide(again, b, config.tiers[0], spent, config);
         if (!e.forward || e.target != d.target) __builtin_trap();
         if (a.req.body_kind == ot::gate::BodyKind::Form && (!e.body || !d.body || *e.body != *d.body)) __builtin_trap();
+        // The area budget charged the cell of what the upstream is sent.
+        for (const ot::gate::CellGrid& g : {ot::gate::CellGrid{0.1, -1}, ot::gate::CellGrid{0.1, 12}})
+            if (ot::gate::request_cell(b.req, g) != ot::gate::request_cell(a.req, g)) __builtin_trap();
     }
+    // Every request has a cell (at worst the catch-all), whatever its numbers.
+    for (const ot::gate::CellGrid& g : {ot::gate::CellGrid{0.001, -1}, ot::gate::CellGrid{90, -1}, ot::gate::CellGrid{0, 24}})
+        if (ot::gate::request_cell(a.req, g).empty()) __builtin_trap();
 
     (void)ot::gate::verify_hs256(rest, "k", 1700000000);
     (void)ot::gate::normalise_path(rest, nullptr);

@@ -41,11 +41,14 @@ TEST(Cells, PolesClampToTheEdgeRow) {
 }
 
 TEST(Cells, BoxesAcrossTheAntimeridianCentreOnIt) {
-    // 179..-179 crosses the antimeridian: the centre is at 180, not at 0.
-    const auto c = cell_of_box(179.0, 10.0, -179.0, 10.2, false, kDeg);
+    // 179.95..-179.95 crosses the antimeridian: the centre is at 180, not at 0.
+    const auto c = cell_of_box(179.95, 10.05, -179.95, 10.15, false, kDeg);
     ASSERT_TRUE(c);
     EXPECT_EQ(*c, *cell_of_point(180.0, 10.1, kDeg));
     EXPECT_NE(*c, *cell_of_point(0.0, 10.1, kDeg));
+    // A 2° box there gets the coarser cell that holds it (3.2°), still at the antimeridian.
+    EXPECT_EQ(*cell_of_box(179.0, 10.0, -179.0, 10.2, false, kDeg), "d+5:0/31");
+    EXPECT_EQ(*cell_of_box(179.0, 10.0, 181.0, 10.2, false, kDeg), "d+5:0/31");
 }
 
 TEST(Cells, MetreBoxesAreWebMercator) {
@@ -79,5 +82,7 @@ TEST(Cells, TilesOutsideTheirMatrixHaveNoCell) {
     EXPECT_FALSE(cell_of_tile(31, 0, 0, kDeg));
     EXPECT_FALSE(cell_of_tile(2, 4, 0, kDeg));
     EXPECT_FALSE(cell_of_tile(2, 0, -1, kDeg));
-    EXPECT_EQ(*cell_of_tile(0, 0, 0, kZ10), *cell_of_point(0.0, 0.0, kZ10));
+    // A tile larger than a cell is its own (coarser) cell: the whole world at z0.
+    EXPECT_EQ(*cell_of_tile(0, 0, 0, kZ10), "z0/0/0");
+    EXPECT_EQ(*cell_of_tile(3, 4, 4, kZ10), "z3/4/4");
 }
