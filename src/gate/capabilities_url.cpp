@@ -63,18 +63,32 @@ std::string url_origin(std::string_view url, std::size_t* authority_end) {
 }
 
 UrlRewriter::UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base) {
-    for (const auto& o : origins) {
-        std::string n = url_origin(o);
-        if (n.empty()) continue;
-        origins_.push_back(n);
-        std::size_t h = n.find("://") + 3, c = n.rfind(':');
-        parsed_.push_back({n.compare(0, 5, "https") == 0, n.substr(h, c - h), n.substr(c + 1)});
-    }
     while (!public_base.empty() && public_base.back() == '/') public_base.remove_suffix(1);
-    if (!url_origin(public_base).empty()) base_ = xml_escape(public_base);
+    base_origin_ = url_origin(public_base);
+    if (!base_origin_.empty()) base_ = xml_escape(public_base);
+    for (const auto& o : origins) add_origin(url_origin(o));
+}
+
+void UrlRewriter::add_origin(const std::string& n) {
+    // The gate's own origin is never rewritten (to itself, with its path prefix again).
+    if (n.empty() || n == base_origin_ || matches(n)) return;
+    origins_.push_back(n);
+    std::size_t h = n.find("://") + 3, c = n.rfind(':');
+    parsed_.push_back({n.compare(0, 5, "https") == 0, n.substr(h, c - h), n.substr(c + 1)});
+}
+
+bool UrlRewriter::rewrite_endpoint(std::string_view raw, std::string& out, std::string* matched) {
+    if (base_.empty()) return false;
+    std::size_t lead = 0;
+    while (lead < raw.size() && is_space(raw[lead])) ++lead;
+    std::string o = url_origin(raw.substr(lead));
+    if (o.empty() || o == base_origin_) return false;
+    add_origin(o);
+    return rewrite(raw, out, matched);
 }
 
 bool UrlRewriter::rewrite(std::string_view raw, std::string& out, std::string* matched) const {
+    if (base_.empty()) return false;
     std::size_t lead = 0;
     while (lead < raw.size() && is_space(raw[lead])) ++lead;
     std::size_t end = 0;
