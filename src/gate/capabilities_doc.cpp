@@ -98,8 +98,17 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
     if (frames_.empty()) {
         classify_root(q.uri, q.local, atts);
         if (kind_ == CapsDocKind::Unknown) {
-            // Addresses only (or stopped): the root's own attributes still count.
-            rewrite_attributes(atts, specified, off, end, false);
+            // Addresses only: the root tag too, every attribute of it (GML's
+            // schemaLocation, WFS 2.0's next/previous links).
+            if (!structural_done_) return;
+            std::string_view tag = sink_.bytes(off, end - off);
+            AddressScanner sc(urls_);
+            std::string out;
+            sc.feed(tag.data(), tag.size(), out, true);
+            if (sc.rewritten == 0) return;
+            sink_.edit(off, end - off, std::move(out));
+            report.urls_rewritten += sc.rewritten;
+            if (report.first_foreign_origin.empty()) report.first_foreign_origin = sc.first_origin;
             return;
         }
     } else {
@@ -138,6 +147,10 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
                 (v == Val::LayerLimit ? layer_limit_ : v == Val::MaxWidth ? max_width_ : max_height_) = true;
                 if (cap_of(limits, static_cast<int>(v)) > 0) begin_value(v, false, off, end, name);
             }
+        } else if (kind_ == CapsDocKind::Wms111 && q.local == "OnlineResource" && parent.role == Role::Service &&
+                   !atts[0]) {
+            // WMS 1.0.0 (also WMT_MS_Capabilities) states the service's address as text.
+            if (urls_.active()) begin_value(Val::EndpointText, false, off, end, name);
         } else if ((kind_ == CapsDocKind::Wfs100 || kind_ == CapsDocKind::Wfs110) && q.uri == kWfs &&
                    (q.local == "MetadataURL" || (q.local == "OnlineResource" && parent.role == Role::Service))) {
             // WFS 1.x states these addresses as element text.
