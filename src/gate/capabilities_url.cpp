@@ -149,10 +149,20 @@ void AddressScanner::feed(const char* data, std::size_t n, std::string& out, boo
     std::size_t from = 0;
     std::size_t keep = std::string_view::npos;  // where an incomplete URL starts
     for (;;) {
-        // memmem: ':' alone is everywhere in capabilities (prefixes, EPSG:…).
-        const void* hit = from < buf.size() ? memmem(buf.data() + from, buf.size() - from, "://", 3) : nullptr;
-        if (!hit) break;
-        std::size_t h = static_cast<std::size_t>(static_cast<const char*>(hit) - buf.data());
+        // memchr for ':' then a look at the next two bytes: several times
+        // faster than memmem's general search, though ':' is frequent (prefixes, EPSG:…).
+        std::size_t h = std::string_view::npos;
+        while (from < buf.size()) {
+            const void* c = std::memchr(buf.data() + from, ':', buf.size() - from);
+            if (!c) break;
+            std::size_t at = static_cast<std::size_t>(static_cast<const char*>(c) - buf.data());
+            if (at + 2 < buf.size() && buf[at + 1] == '/' && buf[at + 2] == '/') {
+                h = at;
+                break;
+            }
+            from = at + 1;
+        }
+        if (h == std::string_view::npos) break;
         from = h + 3;
         std::size_t s = h >= 5 && lower(buf[h - 1]) == 's' ? h - 5 : h >= 4 ? h - 4 : std::string_view::npos;
         if (s == std::string_view::npos || s < done) continue;
