@@ -139,12 +139,29 @@ bool UrlRewriter::matches(const std::string& origin) const {
 }
 
 void AddressScanner::feed(const char* data, std::size_t n, std::string& out, bool final) {
-    std::string_view buf;
-    if (carry_.empty()) buf = std::string_view(data, n);
-    else {
-        carry_.append(data, n);
-        buf = carry_;
+    // What is held back from the last block (a few bytes, or a URL's start of
+    // at most ~264) is joined to this block's first kJoin bytes only, not
+    // copied in front of the whole block: what is held back after that join
+    // is a suffix of those bytes, so the rest of the block is scanned in place.
+    constexpr std::size_t kJoin = 1024;
+    if (!carry_.empty() && n > 2 * kJoin) {
+        std::string head;
+        head.swap(carry_);
+        head.append(data, kJoin);
+        scan(head, out, false);
+        const std::size_t c = carry_.size();  // <= 264 < kJoin
+        carry_.clear();
+        data += kJoin - c;
+        n -= kJoin - c;
     }
+    if (carry_.empty()) return scan(std::string_view(data, n), out, final);
+    std::string joined;
+    joined.swap(carry_);
+    joined.append(data, n);
+    scan(joined, out, final);
+}
+
+void AddressScanner::scan(std::string_view buf, std::string& out, bool final) {
     std::size_t done = 0;  // bytes of buf already emitted
     std::size_t from = 0;
     std::size_t keep = std::string_view::npos;  // where an incomplete URL starts

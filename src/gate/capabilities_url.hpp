@@ -61,6 +61,7 @@ public:
     std::string first_origin;
 
 private:
+    void scan(std::string_view buf, std::string& out, bool final);
     const UrlRewriter& urls_;
     std::string carry_;
 };
