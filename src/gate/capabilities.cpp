@@ -204,11 +204,22 @@ struct CapabilitiesRewriter::Impl final : DocSink {
         after_parse(out);
     }
 
-    void fail(std::string& out) {
+    // A parse error in a capabilities document: its own bytes go on as they
+    // came, but (fast mode) still with the map server's addresses replaced —
+    // a malformed document must not lead clients around the gate.
+    void fail(std::string& out, bool final = false) {
         std::string why = doc.report.reason;
+        const bool stopped = !why.empty();
         if (why.empty())
             why = std::string("XML error at byte ") + std::to_string(XML_GetCurrentByteIndex(parser)) + ": " +
                   XML_ErrorString(XML_GetErrorCode(parser));
+        if (!stopped && !doc.limits.full_parse && doc.report.kind != CapsDocKind::Unknown && !edits_out_of_order &&
+            doc.urls().active()) {
+            doc.report.reason = why + " (the rest: addresses only)";
+            begin_scan(out);
+            if (final) scan(nullptr, 0, out, true);
+            return;
+        }
         give_up(why, out);
     }
 
@@ -230,7 +241,7 @@ struct CapabilitiesRewriter::Impl final : DocSink {
                 begin_scan(out);
                 return scan(nullptr, 0, out, true);
             }
-            return fail(out);
+            return fail(out, true);
         }
         if (edits_out_of_order) return give_up("internal: edits out of order", out);
         emit(base + pending.size(), out);

@@ -42,6 +42,11 @@ struct CapabilityLimits {
     // Origins (scheme://host[:port]) whose URLs are rewritten to public_base:
     // the upstream's, plus any the map server is known to advertise.
     std::vector<std::string> rewrite_origins;
+    // A root that is not a capabilities document (a GML FeatureCollection,
+    // a DescribeFeatureType schema, an exception report): false passes it
+    // unchanged; true rewrites the rewrite origins' URLs in it (the address
+    // scan, no parsing) — MapServer names itself in GML's schemaLocation.
+    bool addresses_in_other_xml = false;
     // Largest run of input held back (one token, or a value being replaced).
     // Past it the rest of the document goes out raw.
     std::size_t max_pending = 1u << 20;

@@ -43,7 +43,7 @@ std::string_view trim(std::string_view s) {
 }
 
 const char* val_name(int v) {
-    static const char* names[] = {"", "LayerLimit", "MaxWidth", "MaxHeight", "CountDefault", "ImplementsResultPaging", "OnlineResource"};
+    static const char* names[] = {"", "LayerLimit", "MaxWidth", "MaxHeight", "CountDefault", "ImplementsResultPaging", "OnlineResource", "OnlineResource"};
     return names[v];
 }
 
@@ -63,7 +63,20 @@ void CapsDocRules::classify_root(std::string_view uri, std::string_view local, c
     else if ((local == "WCS_Capabilities" || local == "Capabilities") && uri.substr(0, kWcs.size()) == kWcs)
         kind_ = CapsDocKind::Wcs;
     report.kind = kind_;
-    if (kind_ == CapsDocKind::Unknown) sink_.stop("not a capabilities document (root <" + std::string(local) + ">)");
+    if (kind_ != CapsDocKind::Unknown) return;
+    const std::string why = "not a capabilities document (root <" + std::string(local) + ">)";
+    if (limits.addresses_in_other_xml && urls_.active()) {
+        report.reason = why + ": addresses only";
+        done_structure();
+    } else {
+        sink_.stop(why);
+    }
+}
+
+void CapsDocRules::done_structure() {
+    if (limits.full_parse || structural_done_) return;
+    structural_done_ = true;
+    sink_.structural_done();
 }
 
 static long long cap_of(const CapabilityLimits& l, int what) {
@@ -81,14 +94,34 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
     Frame f;
     f.start_off = off;
     if (value_.what != Val::None) abort_value();  // a value with children is not a value we know
+    bool endpoint = false;
     if (frames_.empty()) {
         classify_root(q.uri, q.local, atts);
-        if (kind_ == CapsDocKind::Unknown) return;
-        // WCS and WMTS state no cap the gate knows: only addresses to rewrite.
-        if ((kind_ == CapsDocKind::Wcs || kind_ == CapsDocKind::Wmts100) && !limits.full_parse) sink_.structural_done();
+        if (kind_ == CapsDocKind::Unknown) {
+            // Addresses only: the root tag too, every attribute of it (GML's
+            // schemaLocation, WFS 2.0's next/previous links).
+            if (!structural_done_) return;
+            std::string_view tag = sink_.bytes(off, end - off);
+            AddressScanner sc(urls_);
+            std::string out;
+            sc.feed(tag.data(), tag.size(), out, true);
+            if (sc.rewritten == 0) return;
+            sink_.edit(off, end - off, std::move(out));
+            report.urls_rewritten += sc.rewritten;
+            if (report.first_foreign_origin.empty()) report.first_foreign_origin = sc.first_origin;
+            return;
+        }
     } else {
         const Frame& parent = frames_.back();
         const bool top = frames_.size() == 1;
+        if (parent.role == Role::Http && (q.local == "Get" || q.local == "Post")) {
+            f.role = Role::GetPost;
+            endpoint = true;  // OWS xlink:href, WFS 1.0 onlineResource
+        } else if (q.local == "HTTP") {
+            f.role = Role::Http;
+        } else if (q.local == "OnlineResource" && (parent.role == Role::GetPost || parent.role == Role::Service)) {
+            endpoint = true;  // WMS, WCS 1.0: the service's and each operation's address
+        }
         if (top) {
             if ((kind_ == CapsDocKind::Wms130 && q.local == "Service" && q.uri == kWms) ||
                 (kind_ == CapsDocKind::Wms111 && q.local == "Service") ||
@@ -97,6 +130,12 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
                 f.role = Role::Service;
             else if (kind_ == CapsDocKind::Wfs200 && q.local == "OperationsMetadata" && q.uri == kOws11)
                 f.role = Role::OpsMeta;
+            else if (q.local == "OperationsMetadata" && (q.uri == kOws || q.uri == kOws11))
+                f.role = Role::Operations;
+            else if (q.local == "Capability")
+                f.role = Role::Capability;
+        } else if (parent.role == Role::Capability && q.local == "Request") {
+            f.role = Role::Request;
         } else if (parent.role == Role::Service && kind_ == CapsDocKind::Wms130 && q.uri == kWms) {
             Val v = q.local == "LayerLimit" ? Val::LayerLimit
                   : q.local == "MaxWidth"   ? Val::MaxWidth
@@ -108,10 +147,15 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
                 (v == Val::LayerLimit ? layer_limit_ : v == Val::MaxWidth ? max_width_ : max_height_) = true;
                 if (cap_of(limits, static_cast<int>(v)) > 0) begin_value(v, false, off, end, name);
             }
+        } else if (kind_ == CapsDocKind::Wms111 && q.local == "OnlineResource" && parent.role == Role::Service &&
+                   !atts[0]) {
+            // WMS 1.0.0 (also WMT_MS_Capabilities) states the service's address as text.
+            if (urls_.active()) begin_value(Val::EndpointText, false, off, end, name);
         } else if ((kind_ == CapsDocKind::Wfs100 || kind_ == CapsDocKind::Wfs110) && q.uri == kWfs &&
                    (q.local == "MetadataURL" || (q.local == "OnlineResource" && parent.role == Role::Service))) {
             // WFS 1.x states these addresses as element text.
-            if (urls_.active()) begin_value(Val::UrlText, false, off, end, name);
+            if (urls_.active())
+                begin_value(q.local == "OnlineResource" ? Val::EndpointText : Val::UrlText, false, off, end, name);
         } else if (parent.role == Role::OpsMeta && q.uri == kOws11) {
             std::string_view n = attr(atts, "name");
             if (q.local == "Operation" && n == "GetFeature") f.role = Role::GetFeatureOp;
@@ -136,7 +180,7 @@ void CapsDocRules::on_start(const char* name, const char** atts, int specified, 
         }
     }
     if (f.role != Role::Other) f.prefix = std::string(q.prefix);
-    rewrite_attributes(atts, specified, off, end);
+    rewrite_attributes(atts, specified, off, end, endpoint);
     frames_.push_back(std::move(f));
 }
 
@@ -151,7 +195,6 @@ void CapsDocRules::on_end(const char*, std::uint64_t off, std::uint64_t end) {
     prefix_ = f.prefix;
     switch (f.role) {
     case Role::Service:
-        if (!limits.full_parse) sink_.structural_done();
         if (kind_ == CapsDocKind::Wms130) insert_wms_before(Val::None, off);
         else if (kind_ == CapsDocKind::Wms111 && limits.max_width > 0 && limits.max_height > 0) {
             sink_.edit(off, 0, "<!-- ogc-gate: GetMap answers at most " + std::to_string(limits.max_width) + "x" +
@@ -167,15 +210,18 @@ void CapsDocRules::on_end(const char*, std::uint64_t off, std::uint64_t end) {
     case Role::GetFeatureOp: insert_constraints(true, off); break;
     case Role::OpsMeta:
         insert_constraints(false, off);
-        if (!limits.full_parse) sink_.structural_done();
+        done_structure();
         break;
+    case Role::Request:
+    case Role::Capability:
+    case Role::Operations: done_structure(); break;
     default: break;
     }
 }
 
 void CapsDocRules::on_text(std::string_view s) {
     if (value_.what == Val::None) return;
-    std::size_t cap = value_.what == Val::UrlText ? 8192 : 64;
+    std::size_t cap = value_.what == Val::UrlText || value_.what == Val::EndpointText ? 8192 : 64;
     if (value_.text.size() + s.size() > cap) return abort_value();
     value_.text.append(s);
 }
@@ -210,11 +256,13 @@ void CapsDocRules::end_value(std::uint64_t off, bool empty_element) {
         if (!yes) report.changes.push_back("upstream states ImplementsResultPaging " + std::string(text) + ": kept");
         return;
     }
-    if (what == Val::UrlText) {
+    if (what == Val::UrlText || what == Val::EndpointText) {
         if (empty_element) return;
         std::string out;
         std::string_view raw = sink_.bytes(value_.text_start, off - value_.text_start);
-        if (!raw.empty() && urls_.rewrite(raw, out, &report.first_foreign_origin)) {
+        const bool changed = what == Val::EndpointText ? urls_.rewrite_endpoint(raw, out, &report.first_foreign_origin)
+                                                       : urls_.rewrite(raw, out, &report.first_foreign_origin);
+        if (!raw.empty() && changed) {
             sink_.edit(value_.text_start, off - value_.text_start, std::move(out));
             ++report.urls_rewritten;
         }
@@ -264,7 +312,8 @@ void CapsDocRules::insert_constraints(bool op_level, std::uint64_t off) {
     paging_ = count_ = true;
 }
 
-void CapsDocRules::rewrite_attributes(const char** atts, int specified, std::uint64_t off, std::uint64_t end) {
+void CapsDocRules::rewrite_attributes(const char** atts, int specified, std::uint64_t off, std::uint64_t end,
+                                      bool endpoint) {
     if (!urls_.active()) return;
     std::uint64_t targets = 0;
     for (int i = 0; i < specified && i < 64; ++i) {
@@ -287,6 +336,7 @@ void CapsDocRules::rewrite_attributes(const char** atts, int specified, std::uin
         std::string value;
         std::string_view raw = tag.substr(ra.value_begin, ra.value_end - ra.value_begin);
         bool changed = q.local == "schemaLocation" ? urls_.rewrite_tokens(raw, value, &report.first_foreign_origin)
+                       : endpoint && q.local != "template" ? urls_.rewrite_endpoint(raw, value, &report.first_foreign_origin)
                                                    : urls_.rewrite(raw, value, &report.first_foreign_origin);
         if (!changed) continue;
         out.append(tag.substr(last, ra.value_begin - last));

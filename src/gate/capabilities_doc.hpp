@@ -45,8 +45,11 @@ public:
     const UrlRewriter& urls() const { return urls_; }
 
 private:
-    enum class Role : std::uint8_t { Other, Service, OpsMeta, GetFeatureOp, Constraint };
-    enum class Val : std::uint8_t { None, LayerLimit, MaxWidth, MaxHeight, CountDefault, Paging, UrlText };
+    // Capability/Request (WMS, WFS 1.0, WCS 1.0) and the OWS OperationsMetadata
+    // name the operations' endpoints (HTTP/Get, HTTP/Post): parsed, not scanned,
+    // so that every endpoint is rewritten whatever host it names.
+    enum class Role : std::uint8_t { Other, Service, OpsMeta, GetFeatureOp, Constraint, Capability, Request, Operations, Http, GetPost };
+    enum class Val : std::uint8_t { None, LayerLimit, MaxWidth, MaxHeight, CountDefault, Paging, UrlText, EndpointText };
     struct Frame {
         Role role = Role::Other;
         Val constraint = Val::None;  // for Role::Constraint: which one
@@ -65,14 +68,16 @@ private:
     void classify_root(std::string_view uri, std::string_view local, const char** atts);
     void begin_value(Val what, bool op_level, std::uint64_t off, std::uint64_t end, std::string_view qname);
     void abort_value();
+    void done_structure();  // the rest needs addresses only (once)
     void end_value(std::uint64_t off, bool empty_element);
     void insert_wms_before(Val upto, std::uint64_t off);
     void insert_constraints(bool op_level, std::uint64_t off);
-    void rewrite_attributes(const char** atts, int specified, std::uint64_t off, std::uint64_t end);
+    void rewrite_attributes(const char** atts, int specified, std::uint64_t off, std::uint64_t end, bool endpoint);
     std::string qualify(std::string_view local) const { return prefix_.empty() ? std::string(local) : prefix_ + ":" + std::string(local); }
 
     DocSink& sink_;
     UrlRewriter urls_;
+    bool structural_done_ = false;
     CapsDocKind kind_ = CapsDocKind::Unknown;
     std::vector<Frame> frames_;
     Value value_;

@@ -18,10 +18,16 @@ class UrlRewriter {
 public:
     UrlRewriter() = default;
     UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base);
-    bool active() const { return !origins_.empty() && !base_.empty(); }
+    bool active() const { return !base_.empty(); }  // origins may be learnt from endpoints
     // Raw (XML-escaped) attribute or text value in, raw value out. True when
     // the value started with one of the origins; `matched` gets that origin.
     bool rewrite(std::string_view raw, std::string& out, std::string* matched) const;
+    // An operation's endpoint (DCP Get/Post, the service's OnlineResource):
+    // whatever origin it names, unless it is already the public base's, is
+    // the map server advertising itself; that origin is replaced and learnt
+    // (add_origin), so that the rest of the document's URLs to it follow.
+    bool rewrite_endpoint(std::string_view raw, std::string& out, std::string* matched);
+    void add_origin(const std::string& normalised);
     // The same for each whitespace-separated token (xsi:schemaLocation).
     bool rewrite_tokens(std::string_view raw, std::string& out, std::string* matched) const;
 
@@ -40,6 +46,7 @@ private:
     };
     std::vector<Parsed> parsed_;
     std::string base_;                  // escaped for XML, no trailing '/'
+    std::string base_origin_;           // normalised origin of the public base
 };
 
 // Rewrites the upstream's origins wherever they appear in a byte stream
@@ -54,6 +61,7 @@ public:
     std::string first_origin;
 
 private:
+    void scan(std::string_view buf, std::string& out, bool final);
     const UrlRewriter& urls_;
     std::string carry_;
 };

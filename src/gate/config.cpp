@@ -100,6 +100,7 @@ std::string config_problem(const Config& c) {
     if (c.buckets.store == StoreConfig::Kind::Redis && c.hash_secret.empty())
         return "buckets.store redis needs identity.hash_secret: without it each gate names the same client differently";
     if (std::string p = to_upstream_problem(c); !p.empty()) return p;
+    if (std::string p = capabilities_config_problem(c.capabilities); !p.empty()) return p;
     bool have_default = false;
     std::set<std::string> names;
     for (const Tier& t : c.tiers) {
@@ -164,7 +165,8 @@ Config load_config_file(const std::string& path, Config c) {
     if (root.IsNull()) return c;
     check_keys(root,
                {"listen", "upstream", "admin_listen", "threads", "mode", "exception_status", "caps", "limits", "identity",
-                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin", "buckets", "charge"},
+                "tiers", "default_tier", "cost", "coalesce", "concurrency", "refund_fraction", "operations", "admin", "buckets", "charge",
+                "capabilities"},
                path);
     get(root, "listen", c.listen, path);
     get(root, "upstream", c.upstream, path);
@@ -238,6 +240,7 @@ Config load_config_file(const std::string& path, Config c) {
         c.charge = parse_charge_mode(ch.as<std::string>());
     }
     if (const YAML::Node b = root["buckets"]) c.buckets = parse_store_config(b);
+    c.capabilities = parse_capabilities_config(root["capabilities"], c.capabilities);
     if (const YAML::Node ad = root["admin"]) {
         check_keys(ad, {"token", "allow"}, "admin");
         get(ad, "token", c.admin.token, "admin");

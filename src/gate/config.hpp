@@ -3,6 +3,7 @@
 // bad reload leaves the running config in place.
 #pragma once
 #include "gate/store_config.hpp"
+#include "gate/capabilities_config.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -138,6 +139,7 @@ struct Config {
     std::string jwt_hs256_key;
     std::vector<Cidr> trusted_proxies;
     ToUpstream to_upstream;
+    CapabilitiesConfig capabilities;  // the capabilities rewrite (doc/capabilities.md)
     StoreConfig buckets;  // where the buckets live (doc/shared-buckets.md); read at start only
     // A burst above cost_max (500) means no single request is "never fits" by default.
     std::vector<Tier> tiers = {{"public", {1000.0, 100.0}, {}, {}}};

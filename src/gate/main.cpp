@@ -48,6 +48,7 @@ struct Overrides {
         if (has("max-side")) c.caps.max_side = vm["max-side"].as<long long>();
         if (has("max-features")) c.caps.max_features = vm["max-features"].as<long long>();
         if (has("clamp-features")) c.caps.clamp_features = true;
+        if (has("public-url")) c.capabilities.public_url = vm["public-url"].as<std::string>();
         if (has("shadow")) c.shadow = true;
         if (has("exception-status")) c.exception_status = vm["exception-status"].as<int>();
         if (has("trusted-proxy")) {
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
         ("rate", po::value<double>(), "default tier refill, cost units per second (default 100)")
         ("burst", po::value<double>(), "default tier capacity, cost units (default 1000)")
         ("trusted-proxy", po::value<std::vector<std::string>>()->multitoken(), "proxy address or CIDR whose X-Forwarded-For is believed (repeatable)")
+        ("public-url", po::value<std::string>(), "the gate's public URL, advertised in capabilities (default: from Host and trusted proxies' X-Forwarded-Host/-Proto)")
         ("shadow", "decide, log and count, but never refuse")
         ("exception-status", po::value<int>(), "HTTP status of WMS/WFS/WCS XML cap refusals: 200 (default, GDAL shows the text) or 400; WMTS always 400")
         ("threads", po::value<int>(), "I/O threads (default: one per core)")

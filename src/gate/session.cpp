@@ -407,7 +407,7 @@ void Session::ready() {
                         beast::error_code ignored;
                         self->probe_->socket().close(ignored);
                         if (ec2) return self->plain(503, "upstream not reachable", "health");
-                        self->plain(200, "ready", "health");
+                        self->plain(200, "ready" + caps_readyz_details(), "health");
                     });
                 });
             });

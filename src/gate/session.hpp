@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "gate/capabilities_relay.hpp"
 #include "gate/conn_limits.hpp"
 #include "gate/exchange.hpp"
 #include "gate/server.hpp"
@@ -44,6 +45,7 @@ struct UpstreamLeg {
     std::optional<http::response_parser<http::buffer_body>> parser;
     std::optional<http::response_serializer<http::buffer_body>> sr;
     std::string acc;  // the leader's copy of a body small enough to share
+    std::unique_ptr<CapsRelay> caps;  // the capabilities rewrite of this answer, if any
     std::unique_ptr<asio::steady_timer> queue_timer;
     std::uint64_t queue_ticket = 0;  // while waiting for a slot
     bool queued = false;

@@ -23,6 +23,7 @@ bool safe_method(http::verb v) { return v == http::verb::get || v == http::verb:
 }  // namespace
 
 void Session::release_relay_buffers() {
+    up_.caps.reset();
     up_.buf.reset();
     give_block(up_.mem);
     give_block(up_.chunk);
@@ -62,6 +63,7 @@ void Session::forward(const HttpIn& in) {
     const std::string peer = ip_to_string(peer_);
     const auto xff = req_["X-Forwarded-For"];
     r.set("X-Forwarded-For", xff.empty() ? peer : std::string(xff) + ", " + peer);
+    caps_prepare_upstream(r, ex_.assessment.req, *cfg_, req_, peer_);
     r.keep_alive(true);
     note_estimate();
     r.body() = ex_.decision.body ? *ex_.decision.body : req_.body();
@@ -290,6 +292,10 @@ void Session::on_upstream_header(beast::error_code ec) {
         else up_.buffering = true;
     }
     up_.acc.clear();
+    // A shared (coalesced) answer is a map or tile: never rewritten.
+    up_.caps = ex_.flight_key ? nullptr
+                              : CapsRelay::start(m.base(), ex_.assessment.req, *cfg_, req_, peer_,
+                                                 req_.method() == http::verb::head);
     relay_read();
 }
 
@@ -328,6 +334,11 @@ void Session::relay_chunk(std::size_t n, bool more) {
         finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
         return write_client(up_.acc.data(), up_.acc.size(), more);
     }
+    if (up_.caps && up_.caps->rewrites_body()) {
+        const std::string& out = up_.caps->rewrite(up_.chunk.get(), n, more);
+        if (out.empty() && more) return relay_read();
+        return write_client(out.data(), out.size(), more);
+    }
     write_client(up_.chunk.get(), n, more);
 }
 
@@ -341,6 +352,7 @@ void Session::write_client(const char* data, std::size_t n, bool more) {
         m.version(11);
         for (const auto& [k, v] : ex_.decision.headers) m.set(k, v);
         m.set("X-Request-Id", ex_.request_id);
+        if (up_.caps && up_.caps->adjust_headers(m.base())) up_.chunked = true;  // rewritten: length unknown
         // An HTTP/1.0 client cannot read chunks: the end of its body is the
         // end of the connection.
         if (up_.chunked && req_.method() != http::verb::head) {

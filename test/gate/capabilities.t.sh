@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # The capabilities rewrite as real clients read it. MapServer (3 000 points)
 # advertises its own address, as an unconfigured map server behind the gate
-# does; a stand-in front (capabilities_front.py: relays to MapServer, pipes
-# GetCapabilities through the rewriter in 16 kB chunks) plays the gate's
-# response path until the rewriter is wired into ogc-gate. Then:
+# does; ogc-gate (the "front" below) rewrites on its response path. Then:
 #   OWSLib (WMS 1.1.1/1.3.0, WFS 2.0) sees the caps and follows the front's address,
 #   GDAL's WFS driver pages by itself in pages of the advertised CountDefault,
 #   bodies that are not capabilities (HTML, truncated XML) pass unchanged.
@@ -11,15 +9,16 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
+. "$root/test/gate/lib/gate.sh"
 MS=18900 FRONT=18901 FRONT70=18902
 tmp=$(mktemp -d)
 pids=()
-cleanup() { local p; for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; ms_stop "$tmp/ms"; rm -rf "$tmp"; }
+cleanup() { gate_stop "$tmp/g$FRONT"; gate_stop "$tmp/g$FRONT70"; ms_stop "$tmp/ms"; rm -rf "$tmp"; }
 trap cleanup EXIT
 PY=/usr/bin/python3  # OWSLib is only visible to the system python
 export GDAL_HTTP_TIMEOUT=30 GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR
 
-make -s -C "$root" build/gate/capabilities_cli >/dev/null || { not_ok "capabilities_cli builds"; tap_exit; }
+make -s -C "$root" build/gate/capabilities_cli bin/ogc-gate >/dev/null || { not_ok "capabilities_cli and ogc-gate build"; tap_exit; }
 CLI=$root/build/gate/capabilities_cli
 
 if [ "${1:-}" = regen ]; then
@@ -34,14 +33,9 @@ if [ "${1:-}" = regen ]; then
 fi
 
 ms_start "$tmp/ms" "$MS" 3000 || { not_ok "MapServer starts"; tap_exit; }
-front() {  # port count_default
-  "$PY" "$root/test/gate/capabilities_front.py" "$1" "http://127.0.0.1:$MS" "$tmp/front-$1.log" \
-    "$CLI" --public "http://127.0.0.1:$1/" --origin "http://127.0.0.1:$MS" \
-    --max-width 2048 --max-height 2048 --count-default "$2" 2>"$tmp/front-$1.err" &
-  pids+=($!)
-  local i
-  for i in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$1/?SERVICE=WMS&REQUEST=GetCapabilities" && return 0; sleep 0.1; done
-  return 1
+front() {  # port count_default: the gate, public address from Host
+  gate_start "$tmp/g$1" "$1" $(($1 + 10)) "http://127.0.0.1:$MS" --max-pixels 4194304 --max-features "$2" \
+    --rate 1000000 --burst 1000000
 }
 front "$FRONT" 100 || { not_ok "front starts"; tap_exit; }
 front "$FRONT70" 70 || { not_ok "front (70) starts"; tap_exit; }
@@ -77,7 +71,7 @@ img = wms.getmap(layers=["pts"], srs="EPSG:4326", bbox=(35, -10, 45, 30), size=(
 print("png" if img.read()[:4] == b"\x89PNG" else "no png")
 PYEOF
 check "OWSLib GetMap follows the rewritten address and draws" grep -qx png owslib-getmap.out
-check "... and that GetMap went through the front" grep -qi "request=GetMap" "$tmp/front-$FRONT.log"
+check "... and that GetMap went through the front" grep -q '"operation":"GetMap"' "$tmp/g$FRONT/gate.log"
 
 # --- OWSLib, WFS 2.0 -----------------------------------------------------------
 "$PY" - "$FRONT" >owslib-wfs.out 2>&1 <<'PYEOF'
@@ -105,13 +99,53 @@ ogr() {  # port -> debug log; features on stdout counted
 n=$(ogr "$FRONT")
 check "ogrinfo through the front: paging with page size 100 from CountDefault" grep -q "Paging support with page size 100" "ogr-$FRONT.err"
 check_eq "ogrinfo through the front: all 3000 features read, no option given" 3000 "$n"
-check "ogrinfo's capabilities came rewritten (the front says so)" grep -q "inserted CountDefault (GetFeature) 100" "$tmp/front-$FRONT.err"
-pages=$(grep -ci "request=GetFeature.*count=100" "$tmp/front-$FRONT.log")
+check "the gate warned once that MapServer advertises its own address" \
+  test "$(grep -c "capabilities: the map server advertises http://127.0.0.1:$MS; rewritten to http://127.0.0.1:$FRONT" "$tmp/g$FRONT/gate.err")" = 1
+check "/readyz shows the foreign address" grep -q "capabilities_foreign_origin: http://127.0.0.1:$MS" <(curl -sS "http://127.0.0.1:$FRONT/readyz")
+pages=$(grep -c '"operation":"GetFeature"' "$tmp/g$FRONT/gate.log")
 check "ogrinfo through the front: in pages of 100 (saw $pages GetFeature with COUNT=100)" test "$pages" -ge 30
+check "GetFeature's GML names the gate, not MapServer (schemaLocation)" \
+  bash -c "curl -sS 'http://127.0.0.1:$FRONT/?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=pts&COUNT=2' | grep -q 'http://127.0.0.1:$FRONT/' && ! curl -sS 'http://127.0.0.1:$FRONT/?SERVICE=WFS&VERSION=2.0.0&REQUEST=GetFeature&TYPENAMES=pts&COUNT=2' | grep -q ':$MS'"
+
+# --- A client dodging the rewrite: no form of capabilities names MapServer -----
+G="http://127.0.0.1:$FRONT/"
+leak() { ! grep -q "127.0.0.1:$MS" "$@"; }
+for q in "SERVICE=WMS&REQUEST=GetCapabilities" "SERVICE=WMS&VERSION=1.1.1&REQUEST=GetCapabilities" \
+         "SERVICE=WMS&WMTVER=1.0.0&REQUEST=capabilities" "service=wms&request=getcapabilities&version=1.3.0" \
+         "SERVICE=WFS&ACCEPTVERSIONS=1.1.0,1.0.0&REQUEST=GetCapabilities" "SERVICE=WFS&VERSION=1.0.0&REQUEST=GetCapabilities" \
+         "SERVICE=WFS&ACCEPTVERSIONS=2.0.0&SECTIONS=OperationsMetadata&REQUEST=GetCapabilities" \
+         "SERVICE=WCS&VERSION=1.0.0&REQUEST=GetCapabilities" "SERVICE=WCS&VERSION=2.0.1&REQUEST=GetCapabilities"; do
+  curl -sS "$G?$q" >dodge.xml
+  check "no MapServer address in $q" leak dodge.xml
+  check "... and it names the gate" grep -q "127.0.0.1:$FRONT/" dodge.xml
+done
+curl -sS "$G?SERVICE=WFS&VERSION=2.0.0&REQUEST=DescribeFeatureType&TYPENAMES=pts" >dft.xml
+check "no MapServer address in DescribeFeatureType" leak dft.xml
+curl -sS -H 'Accept-Encoding: gzip, deflate, br' "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities" >dodge.gz
+check "Accept-Encoding: gzip: still rewritten (the gate asks MapServer for identity)" grep -q "<MaxWidth>2048</MaxWidth>" dodge.gz
+curl -sS -H 'Range: bytes=0-3000' "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities" -D range.h >range.xml
+check "Range: the whole rewritten document, no 206" bash -c "grep -q '^HTTP/1.1 200' range.h && grep -q '</WMS_Capabilities>' range.xml"
+check "Range: no MapServer address" leak range.xml
+curl -sS -H 'Content-Type: text/xml' --data-binary \
+  '<GetCapabilities service="WFS" xmlns="http://www.opengis.net/wfs/2.0" xmlns:ows="http://www.opengis.net/ows/1.1"><ows:AcceptVersions><ows:Version>2.0.0</ows:Version></ows:AcceptVersions></GetCapabilities>' \
+  "$G" >post.xml
+check "POST XML GetCapabilities: CountDefault is the gate's" grep -q "CountDefault.*DefaultValue>100<" post.xml
+check "POST XML GetCapabilities: no MapServer address" leak post.xml
+curl -sS -X POST -d 'SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities' "$G" >postform.xml
+check "POST form GetCapabilities: rewritten" grep -q "<MaxWidth>2048</MaxWidth>" postform.xml
+check "POST form GetCapabilities: no MapServer address" leak postform.xml
+curl -sS -D get.h -o /dev/null "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"
+check "GET: sent chunked (the length changed)" grep -qi '^Transfer-Encoding: chunked' get.h
+# A proxy in front of the gate: its forwarded host is believed only from a trusted address.
+curl -sS -H 'X-Forwarded-Host: evil.example' "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities" >xfh.xml
+check "X-Forwarded-Host from an untrusted client is ignored" bash -c "! grep -q evil.example xfh.xml"
+curl -sS -H 'Host: maps.example.org' "$G?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities" >host.xml
+check "the public address follows Host (no public_url configured)" grep -q "http://maps.example.org/" host.xml
+check "... and never MapServer's" leak host.xml
 n=$(ogr "$FRONT70")
 check "ogrinfo follows the advertised CountDefault (70)" grep -q "Paging support with page size 70" "ogr-$FRONT70.err"
 check_eq "ogrinfo at page size 70 reads all 3000 features" 3000 "$n"
-check "ogrinfo pages of 70 went through the front" grep -qi "request=GetFeature.*count=70" "$tmp/front-$FRONT70.log"
+check "ogrinfo pages of 70 went through the front" grep -qi "request=GetFeature.*count=70" "$tmp/ms/run/access.log"
 
 # --- Bodies the rewriter must not touch ------------------------------------------
 curl -sS "http://127.0.0.1:$MS/?SERVICE=WMTS&VERSION=1.0.0&REQUEST=GetCapabilities" >wmts.html

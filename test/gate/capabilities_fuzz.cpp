@@ -53,7 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // included) and then the input as it came: how much had been emitted
         // depends on the chunks, the tail from the error on does not.
         const auto err = b.reason.find("XML error at byte ");
-        if (err != std::string::npos) {
+        // Fast mode: a capabilities document's rest after the error has its
+        // map-server addresses replaced (never leaked), so its bytes differ.
+        const bool scanned_rest = b.reason.find("addresses only") != std::string::npos;
+        if (err != std::string::npos && scanned_rest) {
+            if (parts.empty() && !in.empty()) std::abort();
+        } else if (err != std::string::npos) {
             const std::size_t at = std::strtoull(b.reason.c_str() + err + 18, nullptr, 10);
             if (at > in.size()) std::abort();
             const std::size_t tail = in.size() - at;

@@ -349,7 +349,9 @@ TEST(CapabilitiesStream, TruncatedBodyEndsRaw) {
     const std::string cut = good.substr(0, good.size() / 2);
     RewriteReport rep;
     std::string out = chunked(cut, limits(), 512, &rep);
-    EXPECT_TRUE(rep.passed_raw);
+    // Past the error only the map server's addresses change (fast mode).
+    EXPECT_FALSE(rep.passed_raw);
+    EXPECT_NE(rep.reason.find("XML error"), std::string::npos) << rep.reason;
     // Each output byte is either a complete edit or the input's own.
     std::string back = replace_all(out, "https://gate.example/maps/", "http://127.0.0.1:18900/");
     back = replace_all(back, "<ows:Constraint name=\"CountDefault\"><ows:NoValues/><ows:DefaultValue>100</ows:DefaultValue></ows:Constraint>", "");
@@ -411,4 +413,49 @@ TEST(CapabilitiesUrls, ScannerAgreesWithTheParserOnWhatIsOurs) {
         EXPECT_EQ(sc.rewritten, 3u);
         EXPECT_EQ(sc.first_origin, "http://map.internal:80");
     }
+}
+
+// The map server names itself at an address the gate was not told about:
+// every operation endpoint is still the gate's, and the rest of the document's
+// URLs to that host follow; other hosts stay.
+TEST(CapabilitiesEndpoints, AnyEndpointHostIsTheGates) {
+    const std::string doc =
+        "<WMS_Capabilities xmlns='http://www.opengis.net/wms' xmlns:xlink='http://www.w3.org/1999/xlink' version='1.3.0'>"
+        "<Service><Name>WMS</Name><OnlineResource xlink:href='http://internal.lan:8080/ms?map=a'/></Service>"
+        "<Capability><Request><GetMap><DCPType><HTTP><Get><OnlineResource xlink:href='http://internal.lan:8080/ms?map=a&amp;'/>"
+        "</Get></HTTP></DCPType></GetMap></Request>"
+        "<Layer><Style><LegendURL><OnlineResource xlink:href='http://internal.lan:8080/ms?legend'/></LegendURL></Style>"
+        "<MetadataURL><OnlineResource xlink:href='http://example.org/meta'/></MetadataURL></Layer></Capability>"
+        "</WMS_Capabilities>";
+    CapabilityLimits l;
+    l.public_base = "https://gate.example/maps";
+    RewriteReport rep;
+    const std::string out = rewrite_capabilities(doc, l, &rep);
+    EXPECT_EQ(out.find("internal.lan"), std::string::npos) << out;
+    EXPECT_NE(out.find("'https://gate.example/maps/ms?map=a&amp;'"), std::string::npos) << out;
+    EXPECT_NE(out.find("'https://gate.example/maps/ms?legend'"), std::string::npos) << out;
+    EXPECT_NE(out.find("'http://example.org/meta'"), std::string::npos) << out;
+    EXPECT_EQ(rep.first_foreign_origin, "http://internal.lan:8080");
+    // Already the gate's: nothing to do.
+    l.public_base = "http://internal.lan:8080";
+    EXPECT_EQ(rewrite_capabilities(doc, l), doc);
+}
+
+TEST(CapabilitiesEndpoints, OtherXmlGetsAddressesOnlyWhenAsked) {
+    const std::string gml =
+        "<wfs:FeatureCollection xmlns:wfs='http://www.opengis.net/wfs/2.0' "
+        "xmlns:xsi='http://www.w3.org/2001/XMLSchema-instance' "
+        "xsi:schemaLocation='http://www.opengis.net/wfs/2.0 http://127.0.0.1:18900/?SERVICE=WFS&amp;REQUEST=DescribeFeatureType'>"
+        "<wfs:member>http://127.0.0.1:18900/x</wfs:member></wfs:FeatureCollection>";
+    CapabilityLimits l;
+    l.public_base = "https://gate.example";
+    l.rewrite_origins = {"http://127.0.0.1:18900"};
+    RewriteReport rep;
+    EXPECT_EQ(rewrite_capabilities(gml, l, &rep), gml);
+    EXPECT_TRUE(rep.passed_raw);
+    l.addresses_in_other_xml = true;
+    const std::string out = rewrite_capabilities(gml, l, &rep);
+    EXPECT_EQ(out.find("18900"), std::string::npos) << out;
+    EXPECT_NE(out.find("https://gate.example/?SERVICE=WFS"), std::string::npos) << out;
+    EXPECT_FALSE(rep.passed_raw);
 }

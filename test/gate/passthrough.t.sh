@@ -31,7 +31,15 @@ same "WMS 1.1.1 GetMap PNG byte-identical through the gate" \
   "SERVICE=WMS&VERSION=1.1.1&REQUEST=GetMap&LAYERS=pts&STYLES=&SRS=EPSG:4326&BBOX=-10,35,30,45&WIDTH=256&HEIGHT=256&FORMAT=image/png"
 same "WFS 1.0.0 GetFeature (MAXFEATURES under the cap) byte-identical" \
   "SERVICE=WFS&VERSION=1.0.0&REQUEST=GetFeature&TYPENAME=pts&MAXFEATURES=20&OUTPUTFORMAT=geojson"
-same "WMS GetCapabilities byte-identical" "SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"
+# Capabilities state the gate's caps (doc/capabilities.md): MapServer's MAXSIZE 8192 becomes the gate's
+# 4096 (√ of the default 4096² pixels); every other byte as MapServer wrote it (it advertises the gate).
+q="SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"
+curl -s -o "$tmp/direct" "http://127.0.0.1:$MS/?$q"
+st=$(curl -s -o "$tmp/gated" -w '%{http_code}' "http://127.0.0.1:$GATE/?$q")
+check_eq "WMS GetCapabilities through the gate: 200" 200 "$st"
+check "WMS GetCapabilities: identical but for the gate's MaxWidth/MaxHeight" \
+  cmp -s "$tmp/direct" <(sed -e 's|<MaxWidth>4096</MaxWidth>|<MaxWidth>8192</MaxWidth>|' -e 's|<MaxHeight>4096</MaxHeight>|<MaxHeight>8192</MaxHeight>|' "$tmp/gated")
+check "... which were changed" grep -q "<MaxWidth>4096</MaxWidth>" "$tmp/gated"
 
 # Content-Type and status of the upstream are passed along unchanged.
 ct=$(curl -s -o /dev/null -w '%{content_type}' "http://127.0.0.1:$GATE/?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pts&STYLES=&CRS=EPSG:4326&BBOX=35,-10,45,30&WIDTH=64&HEIGHT=64&FORMAT=image/png")
