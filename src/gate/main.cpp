@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     if (ov.vm.count("check-config")) {
         std::cout << "configuration OK\n";
         if (cfg->buckets.store == StoreConfig::Kind::Redis)
-            std::cout << "note: buckets.store, url, timeout_ms and key_prefix are read at start only (a reload keeps the "
+            std::cout << "note: buckets.store, url, timeout_ms, key_prefix and refusal_cache are read at start only (a reload keeps the "
                          "running store; buckets.on_error and buckets.classes reload)\n";
         return 0;
     }
@@ -175,14 +175,16 @@ int main(int argc, char** argv) {
                     // failure policies reload, where the buckets live does not.
                     const StoreConfig& was = cfg->buckets;
                     if (next->buckets.store != was.store || next->buckets.url != was.url ||
-                        next->buckets.timeout_ms != was.timeout_ms || next->buckets.key_prefix != was.key_prefix)
-                        std::cerr << "ogc-gate: buckets.store/url/timeout_ms/key_prefix changes need a restart; kept the "
+                        next->buckets.timeout_ms != was.timeout_ms || next->buckets.key_prefix != was.key_prefix ||
+                        next->buckets.refusal_cache != was.refusal_cache)
+                        std::cerr << "ogc-gate: buckets.store/url/timeout_ms/key_prefix/refusal_cache changes need a restart; kept the "
                                      "running store (its on_error policies are reloaded)\n";
                     merged.buckets.store = was.store;
                     merged.buckets.url = was.url;
                     merged.buckets.endpoint = was.endpoint;
                     merged.buckets.timeout_ms = was.timeout_ms;
                     merged.buckets.key_prefix = was.key_prefix;
+                    merged.buckets.refusal_cache = was.refusal_cache;
                     merged.listen = cfg->listen;
                     merged.upstream = cfg->upstream;
                     merged.admin_listen = cfg->admin_listen;

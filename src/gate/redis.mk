@@ -1,6 +1,6 @@
 # Shared buckets in Redis (doc/shared-buckets.md), included by the top-level
 # Makefile after component.mk. hiredis speaks the protocol; Asio the sockets.
-GATE_REDIS      := redis_resp redis_script redis_client redis_metrics redis_store store_config
+GATE_REDIS      := redis_resp redis_script redis_client redis_metrics redis_refusal_cache redis_store store_config
 GATE_REDIS_OBJS := $(patsubst %,build/gate/%.o,$(GATE_REDIS))
 # bin/ogc-gate links every src/gate object (GATE_SRCS is a wildcard).
 GATE_LIBS       += -lhiredis

@@ -55,6 +55,13 @@ std::string StoreMetrics::prometheus() const {
     o << "# HELP ogc_gate_store_script_reloads_total EVALSHA answered NOSCRIPT (Redis restarted or flushed).\n"
          "# TYPE ogc_gate_store_script_reloads_total counter\n"
       << "ogc_gate_store_script_reloads_total " << noscript_reloads.load(std::memory_order_relaxed) << "\n";
+    o << "# HELP ogc_gate_store_local_refusals_total Refused from the refusal cache without a store call.\n"
+         "# TYPE ogc_gate_store_local_refusals_total counter\n"
+      << "ogc_gate_store_local_refusals_total " << local_refusals.load(std::memory_order_relaxed) << "\n"
+      << "# HELP ogc_gate_store_refusal_cache_evictions_total Cached refusals pushed out before they expired.\n"
+         "# TYPE ogc_gate_store_refusal_cache_evictions_total counter\n"
+      << "ogc_gate_store_refusal_cache_evictions_total " << refusal_cache_evictions.load(std::memory_order_relaxed)
+      << "\n";
     return o.str();
 }
 

@@ -22,6 +22,10 @@ struct StoreMetrics {
     std::atomic<std::uint64_t> calls{0};
     std::atomic<std::uint64_t> timeouts{0}, unavailable{0}, protocol_errors{0}, script_errors{0};
     std::atomic<std::uint64_t> noscript_reloads{0};
+    // Refused from a thread's refusal cache without a call; live cached
+    // refusals pushed out by newer ones (the cache is too small for the
+    // clients over budget at once).
+    std::atomic<std::uint64_t> local_refusals{0}, refusal_cache_evictions{0};
     std::array<std::atomic<std::uint64_t>, 3> fallbacks{};  // by OnError
 
     void observe_ns(std::uint64_t ns);

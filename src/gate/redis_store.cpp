@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "gate/redis_refusal_cache.hpp"
 #include "gate/redis_script.hpp"
 
 namespace ot::gate {
@@ -45,6 +46,10 @@ bool tat_of(const redis::Reply& r, std::int64_t& out) {
     return true;
 }
 
+std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
 std::string num(double v) {
     char b[40];
     std::snprintf(b, sizeof b, "%.17g", v);
@@ -59,9 +64,21 @@ struct BucketStore::Inner : std::enable_shared_from_this<Inner> {
     std::string prefix;
     std::optional<std::int64_t> fixed_now_ns;
     std::int64_t last_tat_ns = 0;
+    RefusalCache cache;
 
-    Inner(std::shared_ptr<redis::Client> c, redis::StoreMetrics& m, std::string p)
-        : client(std::move(c)), metrics(m), prefix(std::move(p)) {}
+    Inner(std::shared_ptr<redis::Client> c, redis::StoreMetrics& m, std::string p, std::size_t cache_entries)
+        : client(std::move(c)), metrics(m), prefix(std::move(p)), cache(cache_entries) {}
+
+    // Off while a test fixes the script's clock: the cache keeps time by
+    // this thread's clock, not by the test's instants.
+    bool caching() const { return !fixed_now_ns && cache.capacity() != 0; }
+
+    std::optional<core::SpendResult> local_refusal(const std::string& key, double cost, core::Budget b) {
+        if (!caching()) return std::nullopt;
+        auto hit = cache.lookup(key, cost, b, steady_ns());
+        if (hit) metrics.local_refusals.fetch_add(1, std::memory_order_relaxed);
+        return hit;
+    }
 
     struct Call {
         std::vector<std::string> tail;  // 1, key, op, x, capacity, rate [, now]
@@ -133,7 +150,8 @@ BucketStore::BucketStore(boost::asio::io_context& ioc, const StoreConfig& cfg, r
     redis::ClientOptions opt;
     opt.timeout_ms = cfg.timeout_ms;
     opt.on_connect.push_back({"SCRIPT", "LOAD", redis::gcra_script()});
-    in_ = std::make_shared<Inner>(redis::Client::create(ioc, cfg.endpoint, std::move(opt)), metrics, cfg.key_prefix);
+    in_ = std::make_shared<Inner>(redis::Client::create(ioc, cfg.endpoint, std::move(opt)), metrics, cfg.key_prefix,
+                                  cfg.refusal_cache);
 }
 
 BucketStore::~BucketStore() { in_->client->close(); }
@@ -142,6 +160,10 @@ void BucketStore::close() { in_->client->close(); }
 bool BucketStore::connected() const { return in_->client->connected(); }
 void BucketStore::set_fixed_now_for_tests(std::optional<std::int64_t> ns) { in_->fixed_now_ns = ns; }
 std::int64_t BucketStore::last_tat_ns() const { return in_->last_tat_ns; }
+
+std::optional<core::SpendResult> BucketStore::cached_refusal(const std::string& key, double cost, core::Budget b) {
+    return in_->local_refusal(key, cost, b);
+}
 
 void BucketStore::admit(const std::string& key, double cost, core::Budget b, redis::OnError on_error,
                         std::function<void(StoreDecision)> done) {
@@ -178,7 +200,19 @@ void BucketStore::admit(const std::string& key, double cost, core::Budget b, red
         done(std::move(d));
         return;
     }
-    in_->run(key, "admit", cost, b, [in = in_, fallback, done = std::move(done)](redis::Result r) {
+    if (auto hit = in_->local_refusal(key, cost, b)) {
+        StoreDecision d;
+        d.spend = *hit;
+        d.cached = true;
+        done(std::move(d));
+        return;
+    }
+    // Sent now: Redis reads its clock later, so the bucket the answer
+    // describes is cached as of this instant (never ahead of the store's).
+    const std::int64_t asked = steady_ns();
+    const std::uint32_t ticket = in_->cache.ticket(key);
+    in_->run(key, "admit", cost, b,
+             [in = in_, fallback, done = std::move(done), key, cost, b, asked, ticket](redis::Result r) {
         if (!r.ok()) return done(fallback(r.failure, std::move(r.detail)));
         int code = 0;
         double v[3];
@@ -192,6 +226,16 @@ void BucketStore::admit(const std::string& key, double cost, core::Budget b, red
         d.spend.remaining = v[0];
         d.spend.retry_after_s = v[1];
         d.spend.reset_after_s = v[2];
+        if (in->caching()) {
+            if (d.spend.outcome == core::SpendOutcome::Refused) {
+                const std::uint64_t before = in->cache.evictions();
+                in->cache.refused(key, cost, b, d.spend, asked, ticket);
+                if (in->cache.evictions() != before)
+                    in->metrics.refusal_cache_evictions.fetch_add(1, std::memory_order_relaxed);
+            } else if (d.spend.outcome == core::SpendOutcome::Allowed) {
+                in->cache.admitted(key, b, d.spend, asked, ticket);
+            }
+        }
         done(std::move(d));
     });
 }
@@ -207,6 +251,9 @@ void BucketStore::settle(const std::string& key, double delta, core::Budget b, s
         done(std::move(s));
         return;
     }
+    // Written before any later admit on this connection: the next answer for
+    // the key already counts the refund, and one in flight is not cached.
+    if (delta < 0) in_->cache.refunding(key);
     in_->run(key, "settle", delta, b, [in = in_, done = std::move(done)](redis::Result r) {
         SettleResult s;
         if (!r.ok()) {

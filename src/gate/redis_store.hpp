@@ -30,6 +30,9 @@ struct StoreDecision {
     core::SpendResult spend{core::SpendOutcome::Refused, 0, 0, 0, 0};
     redis::Failure failure = redis::Failure::None;  // why the store did not decide
     std::string detail;
+    // Refused by this thread's cache of the store's refusals (no call made);
+    // `spend` is what the store would answer for the cached bucket.
+    bool cached = false;
 };
 const char* source_name(StoreDecision::Source s);
 
@@ -54,6 +57,10 @@ public:
     // delta > 0 charges (the bucket may go into debt), delta < 0 refunds
     // (never above full); the measured cost minus what admit charged.
     void settle(const std::string& key, double delta, core::Budget b, std::function<void(SettleResult)> done);
+    // The refusal cache alone (redis_refusal_cache.hpp): the store's answer
+    // for a key already known to be over budget, without a call; nothing
+    // when the store must be asked. Counted as a local refusal when it answers.
+    std::optional<core::SpendResult> cached_refusal(const std::string& key, double cost, core::Budget b);
     void close();
     bool connected() const;
 

@@ -289,8 +289,10 @@ void Session::handle() {
     if (ex_.assessment.needs_budget(c.shadow)) {
         const double cost = ex_.assessment.price.cost;
         if (BucketStore* store = gate_.store(worker_)) {
+            if (tier.cells && !c.shadow && cached_cell_refusal(in, headers, id, *store)) return;
             // The shared bucket answers on this thread's io_context; the
-            // request waits for it without blocking the thread.
+            // request waits for it without blocking the thread (or at once,
+            // from the thread's refusal cache, for a client known to be over).
             auto self = shared_from_this();
             store->admit(id.key, cost, tier.budget, c.buckets.policy_for(ex_.assessment.price.cost_class),
                          [self, in, headers, id, cost, budget = tier.budget](StoreDecision d) {

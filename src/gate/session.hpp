@@ -117,6 +117,9 @@ private:
     void shared_cell(const HttpIn& in, const HeaderList& headers, const Identity& id, const core::SpendResult& addr,
                      bool addr_local);
     void refund_cell();
+    // The store's refusal cache for a request with an area budget: answered
+    // (true) when the address or the cell is known to refuse.
+    bool cached_cell_refusal(const HttpIn& in, const HeaderList& headers, const Identity& id, BucketStore& store);
     std::string cookies() const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);

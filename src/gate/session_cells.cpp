@@ -49,6 +49,29 @@ void Session::shared_cell(const HttpIn& in, const HeaderList& headers, const Ide
                  });
 }
 
+// The store path asks the address first, then the cell, and gives the
+// address its charge back when the cell refuses: a cell known to refuse
+// leaves the address as it was, so neither call is needed. The address's
+// cached refusal comes first, as its refusal would.
+bool Session::cached_cell_refusal(const HttpIn& in, const HeaderList& headers, const Identity& id, BucketStore& store) {
+    const Tier& tier = cfg_->tier(id.tier);
+    const std::optional<std::string> cell = cell_for(ex_.assessment, id, tier);
+    if (!cell) return false;
+    const double cost = ex_.assessment.price.cost;
+    if (auto addr = store.cached_refusal(id.key, cost, tier.budget)) {
+        ex_.ledger = Ledger::Store;
+        decided(in, headers, id, *addr);
+        return true;
+    }
+    auto s = store.cached_refusal(cell_bucket_key(id.key, *cell), cost, tier.cells->budget);
+    if (!s) return false;
+    ex_.ledger = Ledger::Store;
+    ex_.cell = CellSpend{*cell, *s};
+    // Not charged (decide() reads only the cell's figures for its refusal).
+    decided(in, headers, id, core::SpendResult{core::SpendOutcome::Allowed, 0, tier.budget.capacity, 0, 0});
+    return true;
+}
+
 // A refund (304, empty answer, upstream failure) gives the cell the same
 // share as the address, where the cell was charged.
 void Session::refund_cell() {

@@ -99,7 +99,7 @@ std::string parse_redis_url(const std::string& url, redis::Endpoint& out) {
 StoreConfig parse_store_config(const YAML::Node& n, const std::string& where) {
     StoreConfig c;
     if (!n || n.IsNull()) return c;
-    check_keys(n, {"store", "url", "timeout_ms", "on_error", "key_prefix", "classes"}, where);
+    check_keys(n, {"store", "url", "timeout_ms", "on_error", "key_prefix", "refusal_cache", "classes"}, where);
     if (n["store"]) {
         const std::string s = scalar(n["store"], where + ".store");
         if (s == "redis") c.store = StoreConfig::Kind::Redis;
@@ -123,6 +123,16 @@ StoreConfig parse_store_config(const YAML::Node& n, const std::string& where) {
     if (n["key_prefix"]) {
         c.key_prefix = scalar(n["key_prefix"], where + ".key_prefix");
         if (c.key_prefix.size() > 200) bad(where + ".key_prefix", "is longer than 200 bytes");
+    }
+    if (n["refusal_cache"]) {
+        long long v = -1;
+        try {
+            v = n["refusal_cache"].as<long long>();
+        } catch (const YAML::Exception&) {
+            bad(where + ".refusal_cache", "must be a whole number of entries");
+        }
+        if (v < 0 || v > 1'000'000) bad(where + ".refusal_cache", "must be between 0 (off) and 1000000");
+        c.refusal_cache = static_cast<std::size_t>(v);
     }
     if (const YAML::Node classes = n["classes"]) {
         if (!classes.IsMap()) bad(where + ".classes", "must be a mapping of cost class to settings");

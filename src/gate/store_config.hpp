@@ -6,6 +6,7 @@
 //     timeout_ms: 50
 //     on_error: local               # open | closed | local
 //     key_prefix: "ogc_throttle:"
+//     refusal_cache: 4096           # per I/O thread; 0 = off
 //     classes:                      # per cost class (map, tile, coverage, ..., other)
 //       tile: {on_error: open}
 //       coverage: {on_error: closed}
@@ -29,6 +30,9 @@ struct StoreConfig {
     redis::OnError on_error = redis::OnError::Local;
     std::map<std::string, redis::OnError> class_on_error;
     std::string key_prefix = "ogc_throttle:";
+    // Entries of each I/O thread's refusal cache (redis_refusal_cache.hpp),
+    // 128 bytes each; 0 = every request asks the store.
+    std::size_t refusal_cache = 4096;
 
     // The policy for a cost class ("other" for requests without one).
     redis::OnError policy_for(const std::string& cost_class) const;

@@ -28,6 +28,7 @@ TEST(StoreConfig, DefaultsToLocalBuckets) {
     EXPECT_EQ(c.store, StoreConfig::Kind::Local);
     EXPECT_EQ(c.on_error, OnError::Local);
     EXPECT_EQ(c.policy_for("map"), OnError::Local);
+    EXPECT_EQ(c.refusal_cache, 4096u);
 }
 
 TEST(StoreConfig, ReadsEveryFieldAndPerClassOverrides) {
@@ -38,6 +39,7 @@ TEST(StoreConfig, ReadsEveryFieldAndPerClassOverrides) {
         "  timeout_ms: 25\n"
         "  on_error: closed\n"
         "  key_prefix: 'fleet1:'\n"
+        "  refusal_cache: 0\n"
         "  classes: {tile: {on_error: open}, coverage: {on_error: closed}, other: {on_error: local}}\n");
     EXPECT_EQ(c.store, StoreConfig::Kind::Redis);
     EXPECT_EQ(c.endpoint.host, "10.0.0.5");
@@ -47,6 +49,7 @@ TEST(StoreConfig, ReadsEveryFieldAndPerClassOverrides) {
     EXPECT_EQ(c.endpoint.password, "s@cret");
     EXPECT_EQ(c.timeout_ms, 25);
     EXPECT_EQ(c.key_prefix, "fleet1:");
+    EXPECT_EQ(c.refusal_cache, 0u);
     EXPECT_EQ(c.policy_for("tile"), OnError::Open);
     EXPECT_EQ(c.policy_for("coverage"), OnError::Closed);
     EXPECT_EQ(c.policy_for("map"), OnError::Closed);  // the default
@@ -66,6 +69,9 @@ TEST(StoreConfig, RefusesWhatItCannotUse) {
     EXPECT_NE(parse_error("buckets: {classes: {tiles: {on_error: open}}}").find("buckets.classes.tiles"), std::string::npos);
     EXPECT_NE(parse_error("buckets: {classes: {tile: {on_error: ajar}}}").find("classes.tile.on_error"), std::string::npos);
     EXPECT_NE(parse_error("buckets: {classes: {tile: {}}}").find("needs on_error"), std::string::npos);
+    EXPECT_NE(parse_error("buckets: {refusal_cache: -1}").find("buckets.refusal_cache"), std::string::npos);
+    EXPECT_NE(parse_error("buckets: {refusal_cache: lots}").find("buckets.refusal_cache"), std::string::npos);
+    EXPECT_NE(parse_error("buckets: {refusal_cache: 2000000}").find("buckets.refusal_cache"), std::string::npos);
     EXPECT_NE(parse_error("buckets: {sentinel: x}").find("unknown key 'sentinel'"), std::string::npos);
     EXPECT_NE(parse_error("buckets: [redis]").find("must be a mapping"), std::string::npos);
 }
@@ -130,6 +136,8 @@ TEST(StoreMetrics, PrometheusText) {
     m.timeouts = 3;
     m.fallback(OnError::Local);
     m.fallback(OnError::Local);
+    m.local_refusals = 7;
+    m.refusal_cache_evictions = 2;
     const std::string t = m.prometheus();
     EXPECT_NE(t.find("ogc_gate_store_latency_seconds_bucket{le=\"0.0001\"} 0\n"), std::string::npos) << t;
     EXPECT_NE(t.find("ogc_gate_store_latency_seconds_bucket{le=\"0.0002\"} 1\n"), std::string::npos) << t;
@@ -138,6 +146,8 @@ TEST(StoreMetrics, PrometheusText) {
     EXPECT_NE(t.find("ogc_gate_store_latency_seconds_count 3\n"), std::string::npos);
     EXPECT_NE(t.find("ogc_gate_store_errors_total{kind=\"timeout\"} 3\n"), std::string::npos);
     EXPECT_NE(t.find("ogc_gate_store_fallbacks_total{on_error=\"local\"} 2\n"), std::string::npos);
+    EXPECT_NE(t.find("ogc_gate_store_local_refusals_total 7\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("ogc_gate_store_refusal_cache_evictions_total 2\n"), std::string::npos) << t;
     EXPECT_EQ(m.errors(), 3u);
 }
 
