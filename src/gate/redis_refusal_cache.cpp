@@ -1,5 +1,6 @@
 #include "gate/redis_refusal_cache.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -65,7 +66,7 @@ void RefusalCache::refused(std::string_view key, double cost, core::Budget b, co
     if (slots_.empty() || key.size() > kMaxKey || r.outcome != core::SpendOutcome::Refused) return;
     const std::size_t set = set_of(key);
     if (epochs_[set] != ticket) return;  // a refund went out after this call: the answer is stale
-    const std::int64_t until = asked_ns + ns_down(r.retry_after_s);
+    const std::int64_t until = asked_ns + std::min(ns_down(r.retry_after_s), kMaxHoldNs);
     if (until <= asked_ns) return;
     Slot* first = &slots_[set * kWays];
     Slot* target = nullptr;
@@ -107,7 +108,8 @@ void RefusalCache::admitted(std::string_view key, core::Budget b, const core::Sp
         return;
     }
     s->tat_ns = tat;
-    s->until_ns = asked_ns + ns_down(again.retry_after_s);
+    // The admit's answer is the store's state as fresh as a refusal's.
+    s->until_ns = asked_ns + std::min(ns_down(again.retry_after_s), kMaxHoldNs);
     if (s->until_ns <= asked_ns) s->until_ns = 0;
 }
 

@@ -17,8 +17,10 @@
 //    than the store's;
 //  - a refund this thread sends for a key forgets it, and a refusal answered
 //    after a refund was sent for that key (pipelined, read before it) is not
-//    cached. Refunds by other threads or gates are not seen: their client is
-//    refused at most until the cached instant.
+//    cached. Refunds by other threads or gates are not seen, so an entry
+//    lives at most kMaxHoldNs (then the store is asked again, and answers
+//    with what the other gates did meanwhile): a refund elsewhere is seen
+//    here within a second, however long the wait the store named.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +36,7 @@ class RefusalCache {
 public:
     static constexpr std::size_t kWays = 4;
     static constexpr std::size_t kMaxKey = 87;  // longer keys are never cached (the store decides)
+    static constexpr std::int64_t kMaxHoldNs = 1'000'000'000;  // an entry's life, at most
 
     // Room for `entries` refusals (rounded up to a power of two, at least
     // kWays); 0 turns the cache off.

@@ -52,6 +52,8 @@ public:
     BucketStore(const BucketStore&) = delete;
     BucketStore& operator=(const BucketStore&) = delete;
 
+    // A refusal from the refusal cache (and a bad budget or cost) answers
+    // inside this call; everything else later, on the io_context.
     void admit(const std::string& key, double cost, core::Budget b, redis::OnError on_error,
                std::function<void(StoreDecision)> done);
     // delta > 0 charges (the bucket may go into debt), delta < 0 refunds

@@ -25,7 +25,7 @@ start_redis || { not_ok "redis-server starts"; tap_exit; }
 conf() {  # on_error
   cat <<YAML
 identity: {hash_secret: shared-secret}
-buckets: {store: redis, url: "redis://127.0.0.1:$REDIS/0", timeout_ms: 100, on_error: $1}
+buckets: {store: redis, url: "redis://127.0.0.1:$REDIS/0", timeout_ms: 100, on_error: $1, refusal_cache: ${REFUSAL_CACHE:-4096}}
 tiers: [{name: public, rate: 10, burst: 20}]
 YAML
 }

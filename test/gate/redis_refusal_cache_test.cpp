@@ -52,12 +52,12 @@ TEST(RefusalCache, RefusesWithTheStoresFiguresUntilItsInstant) {
     RefusalCache c(64);
     Store s;
     ask(c, s, "ip:a", 10, kT0);                     // empties the bucket
-    const auto r = ask(c, s, "ip:a", 4, kT0 + 1);  // refused: fits in 2 s
+    const auto r = ask(c, s, "ip:a", 1, kT0 + 1);  // refused: fits in 0.5 s
     ASSERT_EQ(r.outcome, core::SpendOutcome::Refused);
-    for (std::int64_t dt : {std::int64_t{0}, kSec / 2, kSec, 19 * kSec / 10}) {
-        const auto hit = c.lookup("ip:a", 4, kB, kT0 + 1 + dt);
+    for (std::int64_t dt : {std::int64_t{0}, kSec / 4, 49 * kSec / 100}) {
+        const auto hit = c.lookup("ip:a", 1, kB, kT0 + 1 + dt);
         ASSERT_TRUE(hit) << dt;
-        const auto store = core::gcra_spend(s.tat, kT0 + 1 + dt, 4, kB);
+        const auto store = core::gcra_spend(s.tat, kT0 + 1 + dt, 1, kB);
         EXPECT_EQ(hit->outcome, store.outcome);
         EXPECT_NEAR(hit->remaining, store.remaining, 1e-8);
         EXPECT_NEAR(hit->retry_after_s, store.retry_after_s, 2e-9);
@@ -65,8 +65,26 @@ TEST(RefusalCache, RefusesWithTheStoresFiguresUntilItsInstant) {
     }
     // At the store's instant the store decides (and admits).
     const std::int64_t fits = kT0 + 1 + static_cast<std::int64_t>(r.retry_after_s * 1e9);
-    EXPECT_FALSE(c.lookup("ip:a", 4, kB, fits));
-    EXPECT_EQ(core::gcra_spend(s.tat, fits + 1, 4, kB).outcome, core::SpendOutcome::Allowed);
+    EXPECT_FALSE(c.lookup("ip:a", 1, kB, fits));
+    EXPECT_EQ(core::gcra_spend(s.tat, fits + 1, 1, kB).outcome, core::SpendOutcome::Allowed);
+}
+
+TEST(RefusalCache, ALongWaitIsHeldOneSecondThenAskedAgain) {
+    // Refunds by other gates are not seen here: after a second the store
+    // is asked again, whatever wait it named. The figures stay the store's.
+    RefusalCache c(64);
+    Store s;
+    ask(c, s, "ip:a", 10, kT0);
+    const auto r = ask(c, s, "ip:a", 4, kT0);  // fits in 2 s
+    ASSERT_EQ(r.outcome, core::SpendOutcome::Refused);
+    ASSERT_NEAR(r.retry_after_s, 2.0, 1e-5);
+    const auto hit = c.lookup("ip:a", 4, kB, kT0 + 9 * kSec / 10);
+    ASSERT_TRUE(hit);
+    EXPECT_NEAR(hit->retry_after_s, 1.1, 1e-5);
+    EXPECT_FALSE(c.lookup("ip:a", 4, kB, kT0 + RefusalCache::kMaxHoldNs));
+    // The store's next refusal holds it for another second.
+    ASSERT_EQ(ask(c, s, "ip:a", 4, kT0 + kSec).outcome, core::SpendOutcome::Refused);
+    EXPECT_TRUE(c.lookup("ip:a", 4, kB, kT0 + kSec + kSec / 2));
 }
 
 TEST(RefusalCache, NeverRefusesWhatTheStoreWouldAdmitNorSaysALongerWait) {

@@ -39,6 +39,7 @@ buckets:
   timeout_ms: $TIMEOUT_MS
   on_error: closed
   key_prefix: "t:"
+  refusal_cache: 0   # the store's own sharing; the cache in front of it: redis_refusal_cache.t.sh
   classes: {tile: {on_error: open}, coverage: {on_error: closed}, other: {on_error: local}}
 YAML
 sed 's/on_error: closed$/on_error: open/' "$tmp/a.yaml" >"$tmp/b.yaml"
