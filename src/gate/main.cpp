@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
     if (ov.vm.count("check-config")) {
         std::cout << "configuration OK\n";
         if (cfg->buckets.store == StoreConfig::Kind::Redis)
-            std::cout << "note: buckets.store, url, timeout_ms, key_prefix and refusal_cache are read at start only (a reload keeps the "
-                         "running store; buckets.on_error and buckets.classes reload)\n";
+            std::cout << "note: buckets.store (local or redis) is read at start only; a reload applies the rest of buckets "
+                         "(url, timeout_ms, key_prefix, refusal_cache, on_error, classes)\n";
         return 0;
     }
 
@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
     std::cerr << "ogc-gate: listening on " << cfg->listen << " (admin " << cfg->admin_listen << "), upstream "
               << cfg->upstream << (cfg->shadow ? ", shadow mode" : "") << "\n";
 
+    std::shared_ptr<const Config> running = cfg;  // what the last reload applied
     boost::asio::signal_set signals(ioc, SIGHUP, SIGTERM, SIGINT);
     std::function<void()> wait_signal = [&]() {
         signals.async_wait([&](const boost::system::error_code& ec, int sig) {
@@ -171,24 +172,28 @@ int main(int argc, char** argv) {
                     if (next->listen != cfg->listen || next->upstream != cfg->upstream || next->admin_listen != cfg->admin_listen)
                         std::cerr << "ogc-gate: listen/upstream changes need a restart; kept the old ones\n";
                     Config merged = *next;
-                    // The store's connections live on the I/O threads: the
-                    // failure policies reload, where the buckets live does not.
-                    const StoreConfig& was = cfg->buckets;
-                    if (next->buckets.store != was.store || next->buckets.url != was.url ||
-                        next->buckets.timeout_ms != was.timeout_ms || next->buckets.key_prefix != was.key_prefix ||
-                        next->buckets.refusal_cache != was.refusal_cache)
-                        std::cerr << "ogc-gate: buckets.store/url/timeout_ms/key_prefix/refusal_cache changes need a restart; kept the "
-                                     "running store (its on_error policies are reloaded)\n";
-                    merged.buckets.store = was.store;
-                    merged.buckets.url = was.url;
-                    merged.buckets.endpoint = was.endpoint;
-                    merged.buckets.timeout_ms = was.timeout_ms;
-                    merged.buckets.key_prefix = was.key_prefix;
-                    merged.buckets.refusal_cache = was.refusal_cache;
+                    // Where the buckets live (in-process or Redis) stays; a
+                    // Redis store's url, timeout, prefix and cache move over
+                    // on each I/O thread (Gate::reload).
+                    const StoreConfig& was = running->buckets;
+                    if (next->buckets.store != was.store) {
+                        std::cerr << "ogc-gate: a buckets.store change (local/redis) needs a restart; kept the running "
+                                     "store\n";
+                        merged.buckets = was;
+                        merged.buckets.on_error = next->buckets.on_error;
+                        merged.buckets.class_on_error = next->buckets.class_on_error;
+                    } else if (was.store == StoreConfig::Kind::Redis &&
+                               (next->buckets.url != was.url || next->buckets.timeout_ms != was.timeout_ms ||
+                                next->buckets.key_prefix != was.key_prefix ||
+                                next->buckets.refusal_cache != was.refusal_cache)) {
+                        std::cerr << "ogc-gate: buckets store moved to the reloaded url/timeout_ms/key_prefix/"
+                                     "refusal_cache\n";
+                    }
                     merged.listen = cfg->listen;
                     merged.upstream = cfg->upstream;
                     merged.admin_listen = cfg->admin_listen;
-                    gate.reload(std::make_shared<const Config>(merged));
+                    running = std::make_shared<const Config>(merged);
+                    gate.reload(running);
                     std::cerr << "ogc-gate: configuration reloaded\n";
                 } catch (const std::exception& e) {
                     std::cerr << "ogc-gate: reload failed, keeping the running configuration: " << e.what() << "\n";

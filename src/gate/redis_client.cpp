@@ -34,10 +34,10 @@ Client::Client(asio::io_context& ioc, Endpoint ep, ClientOptions opt)
 Client::~Client() = default;
 
 void Client::command(std::vector<std::string> args, Handler h) {
-    if (state_ == State::Closed || state_ == State::Backoff) {
+    if (state_ == State::Closed || state_ == State::Backoff || closing_) {
         Result r;
         r.failure = Failure::Unavailable;
-        r.detail = state_ == State::Closed ? "client closed" : "reconnecting";
+        r.detail = state_ == State::Closed || closing_ ? "client closed" : "reconnecting";
         complete(h, std::move(r));
         return;
     }
@@ -129,7 +129,8 @@ void Client::on_reply(Reply r) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     if (!p.handler) {
-        if (r.is_error()) drop(Failure::Protocol, "connection setup: " + r.str);
+        if (r.is_error()) return drop(Failure::Protocol, "connection setup: " + r.str);
+        if (closing_ && pending_.empty()) close();
         return;
     }
     // The deadline may have passed while the reply sat in the same read as
@@ -137,6 +138,7 @@ void Client::on_reply(Reply r) {
     Result res;
     res.reply = std::move(r);
     p.handler(std::move(res));
+    if (closing_ && pending_.empty()) return close();
     arm_timer();
 }
 
@@ -172,6 +174,10 @@ void Client::fail_all(Failure f, const std::string& detail) {
 
 void Client::drop(Failure f, const std::string& detail) {
     if (state_ == State::Closed) return;
+    if (closing_) {  // no reconnecting a replaced connection
+        fail_all(f, detail);
+        return close();
+    }
     ++generation_;
     boost::system::error_code ignored;
     socket_.close(ignored);
@@ -190,6 +196,11 @@ void Client::drop(Failure f, const std::string& detail) {
         ++self->reconnects_;
         self->start_connect();
     });
+}
+
+void Client::close_when_idle() {
+    closing_ = true;
+    if (pending_.empty() || state_ != State::Ready) close();
 }
 
 void Client::close() {

@@ -64,6 +64,10 @@ public:
     void command(std::vector<std::string> args, Handler h);
     // Fails what is pending (Unavailable) and stops reconnecting.
     void close();
+    // Takes no more commands (they fail Unavailable), answers those written,
+    // then closes: a replaced connection (a reload moved the store) lets its
+    // callers have their replies.
+    void close_when_idle();
 
     bool connected() const { return state_ == State::Ready; }
     std::uint64_t reconnects() const { return reconnects_; }
@@ -104,6 +108,7 @@ private:
     int backoff_ms_ = 0;
     std::uint64_t reconnects_ = 0;
     bool timer_armed_ = false;
+    bool closing_ = false;
 };
 
 }  // namespace ot::gate::redis

@@ -65,6 +65,7 @@ struct BucketStore::Inner : std::enable_shared_from_this<Inner> {
     std::optional<std::int64_t> fixed_now_ns;
     std::int64_t last_tat_ns = 0;
     RefusalCache cache;
+    std::uint64_t moves = 0;  // reconfigure()s: an answer from before one is not cached
 
     Inner(std::shared_ptr<redis::Client> c, redis::StoreMetrics& m, std::string p, std::size_t cache_entries)
         : client(std::move(c)), metrics(m), prefix(std::move(p)), cache(cache_entries) {}
@@ -146,12 +147,29 @@ struct BucketStore::Inner : std::enable_shared_from_this<Inner> {
     }
 };
 
-BucketStore::BucketStore(boost::asio::io_context& ioc, const StoreConfig& cfg, redis::StoreMetrics& metrics) {
+namespace {
+std::shared_ptr<redis::Client> connect(boost::asio::io_context& ioc, const StoreConfig& cfg) {
     redis::ClientOptions opt;
     opt.timeout_ms = cfg.timeout_ms;
     opt.on_connect.push_back({"SCRIPT", "LOAD", redis::gcra_script()});
-    in_ = std::make_shared<Inner>(redis::Client::create(ioc, cfg.endpoint, std::move(opt)), metrics, cfg.key_prefix,
-                                  cfg.refusal_cache);
+    return redis::Client::create(ioc, cfg.endpoint, std::move(opt));
+}
+}  // namespace
+
+BucketStore::BucketStore(boost::asio::io_context& ioc, const StoreConfig& cfg, redis::StoreMetrics& metrics)
+    : ioc_(ioc) {
+    in_ = std::make_shared<Inner>(connect(ioc, cfg), metrics, cfg.key_prefix, cfg.refusal_cache);
+}
+
+void BucketStore::reconfigure(const StoreConfig& cfg) {
+    // Calls in flight hold `in_` and answer through the old connection;
+    // their NOSCRIPT retry, if any, goes out on the new one.
+    std::shared_ptr<redis::Client> old = std::move(in_->client);
+    in_->client = connect(ioc_, cfg);
+    in_->prefix = cfg.key_prefix;
+    in_->cache = RefusalCache(cfg.refusal_cache);
+    ++in_->moves;
+    old->close_when_idle();
 }
 
 BucketStore::~BucketStore() { in_->client->close(); }
@@ -212,7 +230,7 @@ void BucketStore::admit(const std::string& key, double cost, core::Budget b, red
     const std::int64_t asked = steady_ns();
     const std::uint32_t ticket = in_->cache.ticket(key);
     in_->run(key, "admit", cost, b,
-             [in = in_, fallback, done = std::move(done), key, cost, b, asked, ticket](redis::Result r) {
+             [in = in_, fallback, done = std::move(done), key, cost, b, asked, ticket, moves = in_->moves](redis::Result r) {
         if (!r.ok()) return done(fallback(r.failure, std::move(r.detail)));
         int code = 0;
         double v[3];
@@ -226,7 +244,7 @@ void BucketStore::admit(const std::string& key, double cost, core::Budget b, red
         d.spend.remaining = v[0];
         d.spend.retry_after_s = v[1];
         d.spend.reset_after_s = v[2];
-        if (in->caching()) {
+        if (in->caching() && moves == in->moves) {
             if (d.spend.outcome == core::SpendOutcome::Refused) {
                 const std::uint64_t before = in->cache.evictions();
                 in->cache.refused(key, cost, b, d.spend, asked, ticket);

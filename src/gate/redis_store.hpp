@@ -63,6 +63,11 @@ public:
     // for a key already known to be over budget, without a call; nothing
     // when the store must be asked. Counted as a local refusal when it answers.
     std::optional<core::SpendResult> cached_refusal(const std::string& key, double cost, core::Budget b);
+    // A reload changed buckets.url, timeout_ms, key_prefix or refusal_cache:
+    // a new connection for what comes next; the old one answers what it has
+    // in flight, then closes. The refusal cache starts empty (another Redis
+    // may hold other buckets). On this store's io_context thread only.
+    void reconfigure(const StoreConfig& cfg);
     void close();
     bool connected() const;
 
@@ -77,6 +82,7 @@ public:
     struct Inner;
 
 private:
+    boost::asio::io_context& ioc_;
     std::shared_ptr<Inner> in_;
 };
 

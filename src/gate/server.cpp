@@ -167,6 +167,14 @@ void Gate::out_of_descriptors(Listener& l) {
 }
 
 void Gate::reload(std::shared_ptr<const Config> cfg) {
+    // The shared store's connection moves on each I/O thread, between its
+    // requests (store kind itself, local or redis, is kept by the caller).
+    const StoreConfig& was = cfg_->buckets;
+    const StoreConfig& now = cfg->buckets;
+    if (!stores_.empty() && (now.url != was.url || now.timeout_ms != was.timeout_ms ||
+                             now.key_prefix != was.key_prefix || now.refusal_cache != was.refusal_cache))
+        for (std::size_t i = 0; i < stores_.size(); ++i)
+            asio::post(*workers_[i], [store = stores_[i].get(), keep = cfg] { store->reconfigure(keep->buckets); });
     buckets_.set_max_keys(cfg->limits.max_keys);
     cells_.set_max_keys(cfg->limits.max_keys);
     slots_.configure(cfg->concurrency.classes, cfg->concurrency.max_queue);

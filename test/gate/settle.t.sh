@@ -142,7 +142,9 @@ code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G4
 check_eq "... while a class with on_error: local is served from the gate's own buckets" 200 "$code"
 sed -i "s/$DEAD/$REDIS/" "$tmp/dead.yaml"
 kill -HUP "$(cat "$tmp/g4/gate.pid")"; sleep 0.5
-check "a reload that moves the store says it needs a restart" grep -q 'need a restart; kept the running store' "$tmp/g4/gate.err"
+check "a reload that moves the store says so (no restart needed)" grep -q 'buckets store moved' "$tmp/g4/gate.err"
+code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G4$CAPS")
+check_eq "... and the closed class is served through the store it moved to" 200 "$code"
 
 # Two gates, one budget in Redis: a slow answer through gate 2 is settled in
 # Redis, and gate 3 sees the debt; a fast answer through gate 3 refunds, and
