@@ -31,7 +31,7 @@ cp "$here/setup.sql" "$work/" && chmod 644 "$work/setup.sql" || die "copy failed
 pg_cluster_init "$work" "max_connections = 20" "jit = off" "autovacuum = off" || die "initdb failed"
 pg_start "$work" "$PORT" || die "postgres did not start"
 running=yes
-as_pg timeout 300 /usr/lib/postgresql/15/bin/pgbench -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 ||
+as_pg timeout 300 "$PGBIN/pgbench" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 ||
   die "pgbench -i failed"
 as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres -v npoints="$NPOINTS" \
   -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
@@ -58,7 +58,7 @@ ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
     -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
   gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
   as_pg timeout 600 valgrind --tool=callgrind --callgrind-out-file="$f.out" \
-    /usr/lib/postgresql/15/bin/postgres --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
+    "$PGBIN/postgres" --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
   grep -q ERROR "$f.log" && { grep -m3 ERROR "$f.log" >&2; die "$1 under $3 failed"; }
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
 }

@@ -26,6 +26,7 @@ namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
 bool pricing = false;  // price_and_charge is on the stack
+SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started in
 
 [[noreturn]] void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
                          double retry_after_s, bool waited_too_long, double cost) {
@@ -163,12 +164,13 @@ void on_executor_start(QueryDesc* qd, int eflags) {
     if (current_mode() == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
         !shared_memory_ready())
         return;
+    // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
+    // included, aborts the subtransaction it started in, and pricing_aborted
+    // clears the flag.
     pricing = true;
-    PG_TRY();
-    { guard([qd] { price_and_charge(qd); }); }
-    PG_FINALLY();
-    { pricing = false; }
-    PG_END_TRY();
+    pricing_subid = GetCurrentSubTransactionId();
+    guard([qd] { price_and_charge(qd); });
+    pricing = false;
 }
 
 }  // namespace
@@ -183,6 +185,10 @@ core::Budget usable_budget() {
 }
 
 bool pricing_in_progress() { return pricing; }
+
+void pricing_aborted(SubTransactionId from) {
+    if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) pricing = false;
+}
 
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;

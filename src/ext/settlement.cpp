@@ -92,6 +92,12 @@ void note_stats(const IdentityKey& id, double charge, double measured) {
     if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
 }
 
+void flush_settlements() {
+    if (!shared_memory_ready()) return;
+    flush_owed();
+    flush_stats();
+}
+
 double take_owed(const IdentityKey& id, core::Budget b) {
     if (!pending.any) return 0;
     if (!same_id(pending.id, id) || pending.budget.capacity != b.capacity || pending.budget.rate != b.rate) {
