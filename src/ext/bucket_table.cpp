@@ -224,7 +224,7 @@ static uint32 identity_hash(const IdentityKey& key) {
     static IdentityKey last_key;
     static uint32 last_hash;
     static bool last_valid = false;
-    if (!last_valid || std::memcmp(last_key.bytes, key.bytes, sizeof key.bytes) != 0) {
+    if (!last_valid || !same_identity(last_key, key)) {
         last_hash = get_hash_value(buckets, &key);
         last_key = key;
         last_valid = true;

@@ -177,10 +177,14 @@ void on_executor_start(QueryDesc* qd, int eflags) {
 
 core::Budget usable_budget() {
     const core::Budget b = current_budget();
+    // The settings change seldom: the last budget found usable needs no second look.
+    static core::Budget last_ok = {0.0, 0.0};
+    if (b.capacity == last_ok.capacity && b.rate == last_ok.rate) return b;
     if (const char* why = core::budget_problem(b))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
                         errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
                         errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
+    last_ok = b;
     return b;
 }
 

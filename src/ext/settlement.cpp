@@ -29,7 +29,7 @@ struct Pending {
 Pending pending = {};
 bool exit_flush_registered = false;
 
-bool same_id(const IdentityKey& a, const IdentityKey& b) { return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0; }
+bool same_id(const IdentityKey& a, const IdentityKey& b) { return same_identity(a, b); }
 
 void flush_owed() {
     if (!pending.any) return;
