@@ -76,16 +76,24 @@ ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
 }
 
+# Settlements and statistics are written to shared memory every 10 ms (100 ms) of measured time: under
+# valgrind a statement takes ~50x longer, so those flushes happen ~50x more often than on a real run, and
+# how often depends on the machine's load. Their share is printed apart (inclusive Ir of flush_owed and record_true_up).
+flushes() {  # flushes CALLGRIND-FILE -> inclusive Ir of the settlement's flushes
+  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+    awk '$3 != "=>" && /ogc_throttle\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
+}
 echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1}"
-printf '%-9s | %12s | %12s | %10s | %7s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "one-time extra (library + first statement)"
-printf -- '%.0s-' $(seq 100); echo
+printf '%-9s | %12s | %12s | %10s | %7s | %9s | %10s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "flushes" "w/o flush" "one-time extra"
+printf -- '%.0s-' $(seq 104); echo
 for kind in ${KINDS:-select dwithin tile}; do
   a1=$(ir $kind "$N" none); a3=$(ir $kind $((3 * N)) none)
   b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
-  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$kind" 'BEGIN {
-    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n)
+  f1=$(flushes "$work/$kind.$N.reject.out"); f3=$(flushes "$work/$kind.$((3 * N)).reject.out")
+  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v f1="$f1" -v f3="$f3" -v n="$N" -v k="$kind" 'BEGIN {
+    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n); pf = (f3 - f1) / (2 * n)
     oa = a1 - n * pa; ob = b1 - n * pb
-    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, (ob - oa) / 1e6 }'
+    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %9.0f | %+10.0f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, pf, pb - pa - pf, (ob - oa) / 1e6 }'
 done
 echo "ratio = none/hook per statement: the throughput a server-CPU-bound run would keep (the tps ratio is"
 echo "closer to 1, since pgbench and the kernel's socket work take part of each transaction)."

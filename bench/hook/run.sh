@@ -249,7 +249,7 @@ row() {  # figure, A key, B key, target
   met=$(awk -v v="$ratio" -v t="$4" 'BEGIN { if (t == "-") print "-"; else if (v == "nan") print "no"; else print (v >= t ? "yes" : "no") }')
   rows+=("$1|$(median "$2")|$(median "$3")|$ratio|$([ "$4" = - ] && echo - || echo ">= $4")|$met")
 }
-row "select-only (-S), hook on (reject)" select_A select_B 0.98
+row "select-only (-S), hook on (reject)" select_A select_B 0.99
 row "PostGIS (ST_DWithin + ST_AsMVT), hook on (reject)" postgis_A postgis_B 0.97
 row "select-only, new connection per tx (-C)" connect_A connect_B -
 row "select-only (-S), A mode off ($OFF_ROUNDS pair)" off_select_A off_select_B -
