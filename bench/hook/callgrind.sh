@@ -10,7 +10,8 @@
 # Per statement = (Ir(3N) - Ir(N)) / 2N: start-up and one-time costs cancel.
 # One-time = Ir(N) - N x per statement, compared between the two (library
 # load, shared memory set-up, and the hook's first-use catalogue scan).
-# Knobs: N (300), NPOINTS (200000), KINDS ("select dwithin tile"), KEEP=1
+# Knobs: N (300), NPOINTS (200000), KINDS ("select dwithin tile"), GRID (1: build a density grid),
+# SAMPLING=1 (also: calibration sampling off / on / with automatic refits), KEEP=1
 # keeps the work directory (callgrind files for callgrind_annotate).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,10 +32,17 @@ cp "$here/setup.sql" "$work/" && chmod 644 "$work/setup.sql" || die "copy failed
 pg_cluster_init "$work" "max_connections = 20" "jit = off" "autovacuum = off" || die "initdb failed"
 pg_start "$work" "$PORT" || die "postgres did not start"
 running=yes
-as_pg timeout 300 /usr/lib/postgresql/15/bin/pgbench -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 ||
+as_pg timeout 300 "$PGBIN/pgbench" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 ||
   die "pgbench -i failed"
 as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres -v npoints="$NPOINTS" \
   -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
+# GRID=1 (default): a density grid for pts.geom, as doc/cost-model.md tells an operator to build; the
+# pricing walk then counts a search's rows from it. GRID=0: PostGIS's statistics instead (the fallback).
+if [ "${GRID:-1}" = 1 ]; then
+  as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres \
+    -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_density_build('pts', 'geom')" >/dev/null ||
+    die "throttle_density_build failed"
+fi
 pg_stop "$work"
 running=""
 
@@ -54,25 +62,56 @@ gen() {  # gen KIND COUNT
 }
 ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
   local f="$work/$1.$2.$3" opts=(-c shared_preload_libraries=)
-  [ "$3" = reject ] && opts=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
+  local hook=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
     -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
+  case $3 in
+    reject) opts=("${hook[@]}") ;;
+    nosample) opts=("${hook[@]}" -c ogc_throttle.max_samples=0) ;;       # calibration sampling off
+    apply) opts=("${hook[@]}" -c ogc_throttle.calibration=apply) ;;    # sampling and automatic refits
+  esac
   gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
   as_pg timeout 600 valgrind --tool=callgrind --callgrind-out-file="$f.out" \
-    /usr/lib/postgresql/15/bin/postgres --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
+    "$PGBIN/postgres" --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
   grep -q ERROR "$f.log" && { grep -m3 ERROR "$f.log" >&2; die "$1 under $3 failed"; }
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
 }
 
-echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind"
-printf '%-9s | %12s | %12s | %10s | %7s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "one-time extra (library + first statement)"
-printf -- '%.0s-' $(seq 100); echo
+# Settlements and statistics are written to shared memory every 10 ms (100 ms) of measured time: under
+# valgrind a statement takes ~50x longer, so those flushes happen ~50x more often than on a real run, and
+# how often depends on the machine's load. Their share is printed apart (inclusive Ir of flush_owed and record_true_up).
+flushes() {  # flushes CALLGRIND-FILE -> inclusive Ir of the settlement's flushes
+  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+    awk '$3 != "=>" && /ogc_throttle\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
+}
+echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1}"
+printf '%-9s | %12s | %12s | %10s | %7s | %9s | %10s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "flushes" "w/o flush" "one-time extra"
+printf -- '%.0s-' $(seq 104); echo
 for kind in ${KINDS:-select dwithin tile}; do
   a1=$(ir $kind "$N" none); a3=$(ir $kind $((3 * N)) none)
   b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
-  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$kind" 'BEGIN {
-    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n)
+  f1=$(flushes "$work/$kind.$N.reject.out"); f3=$(flushes "$work/$kind.$((3 * N)).reject.out")
+  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v f1="$f1" -v f3="$f3" -v n="$N" -v k="$kind" 'BEGIN {
+    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n); pf = (f3 - f1) / (2 * n)
     oa = a1 - n * pa; ob = b1 - n * pb
-    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, (ob - oa) / 1e6 }'
+    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %9.0f | %+10.0f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, pf, pb - pa - pf, (ob - oa) / 1e6 }'
 done
 echo "ratio = none/hook per statement: the throughput a server-CPU-bound run would keep (the tps ratio is"
 echo "closer to 1, since pgbench and the kernel's socket work take part of each transaction)."
+
+# SAMPLING=1: what calibration sampling costs a priced statement — the hook with ogc_throttle.max_samples = 0
+# (no sample store) against the default (every completed priced statement leaves a sample), and with
+# ogc_throttle.calibration = apply (a refit every 1000 samples: use N >= 1000 to catch some).
+if [ -n "${SAMPLING:-}" ]; then
+  echo
+  printf '%-9s | %14s | %14s | %10s | %14s | %10s\n' kind "no samples" "sampling" "extra" "+ auto refit" "extra"
+  printf -- '%.0s-' $(seq 84); echo
+  for kind in ${KINDS:-select dwithin tile}; do
+    [ "$kind" = select ] && continue  # nothing priced: no sample
+    c1=$(ir $kind "$N" nosample); c3=$(ir $kind $((3 * N)) nosample)
+    b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
+    d1=$(ir $kind "$N" apply); d3=$(ir $kind $((3 * N)) apply)
+    awk -v c1="$c1" -v c3="$c3" -v b1="$b1" -v b3="$b3" -v d1="$d1" -v d3="$d3" -v n="$N" -v k="$kind" 'BEGIN {
+      pc = (c3 - c1) / (2 * n); pb = (b3 - b1) / (2 * n); pd = (d3 - d1) / (2 * n)
+      printf "%-9s | %14.0f | %14.0f | %+9.2f%% | %14.0f | %+9.2f%%\n", k, pc, pb, (pb / pc - 1) * 100, pd, (pd / pc - 1) * 100 }'
+  done
+fi

@@ -218,10 +218,28 @@ void publish_tat(uint32 hash, int64 tat_ns) {
         if (pg_atomic_compare_exchange_u64(slot, &seen, static_cast<uint64>(tat_ns))) break;
 }
 
+// A backend admits one identity, statement after statement: its hash is
+// remembered (hashing the 64-byte key was a third of the quick admission).
+static uint32 identity_hash(const IdentityKey& key) {
+    static IdentityKey last_key;
+    static uint32 last_hash;
+    static bool last_valid = false;
+    if (!last_valid || !same_identity(last_key, key)) {
+        last_hash = get_hash_value(buckets, &key);
+        last_key = key;
+        last_valid = true;
+    }
+    return last_hash;
+}
+
 bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
-    const uint32 hash = get_hash_value(buckets, &key);
+    const uint32 hash = identity_hash(key);
     const int64 bound = static_cast<int64>(pg_atomic_read_u64(&shared->board[hash & (kBoardSlots - 1)]));
     const int64 now = to_ns(GetCurrentTimestamp());
+    if (bound <= now) {  // charged up to no later than now: full
+        *tokens_left = b.capacity;
+        return true;
+    }
     if (core::gcra_spend(bound, now, 0, b).outcome != core::SpendOutcome::Allowed) return false;
     *tokens_left = core::gcra_tokens(bound, now, b);
     return true;
@@ -229,7 +247,7 @@ bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_l
 
 core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {
     const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = get_hash_value(buckets, &key);
+    const uint32 hash = identity_hash(key);
     LWLock* lock;
     BucketEntry* e = bucket_for(key, hash, &lock, now);
 
@@ -250,7 +268,7 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
                                    double owed) {
     const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = get_hash_value(buckets, &key);
+    const uint32 hash = identity_hash(key);
     LWLock* lock;
     BucketEntry* e = bucket_for(key, hash, &lock, now);
 
@@ -288,7 +306,7 @@ void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
 void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
     if (!(cost > 0)) return;
     const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = get_hash_value(buckets, &key);
+    const uint32 hash = identity_hash(key);
     LWLock* lock;
     BucketEntry* e = bucket_for(key, hash, &lock, now);
     SpinLockAcquire(&e->mutex);
@@ -342,7 +360,7 @@ BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
 }
 
 bool bucket_reset(const IdentityKey& key) {
-    const uint32 hash = get_hash_value(buckets, &key);
+    const uint32 hash = identity_hash(key);
     LWLock* lock = partition_lock(bucket_table, hash);
     LWLockAcquire(lock, LW_EXCLUSIVE);
     bool found = false;

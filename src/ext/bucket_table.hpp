@@ -13,6 +13,19 @@ struct IdentityKey {
     char bytes[kIdentityMax + 1];
 };
 
+// Word by word, inline (keys are zero-padded): compared a few times a statement.
+inline bool same_identity(const IdentityKey& a, const IdentityKey& b) {
+    static_assert(sizeof a.bytes % 8 == 0, "identity keys are whole words");
+    unsigned long long diff = 0;
+    for (unsigned i = 0; i < sizeof a.bytes; i += 8) {
+        unsigned long long x, y;
+        __builtin_memcpy(&x, a.bytes + i, 8);
+        __builtin_memcpy(&y, b.bytes + i, 8);
+        diff |= x ^ y;
+    }
+    return diff == 0;
+}
+
 // Errors (22023) for empty or over-long identities.
 IdentityKey make_identity_key(const char* s, size_t len);
 

@@ -20,6 +20,18 @@ namespace {
 
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
 volatile sig_atomic_t cutoff_fired = 0;
+// The timer is left armed between passes: arming and disarming a timeout per
+// statement was the largest part of what the hook cost a select-only
+// statement. pass_deadline_ns (monotonic clock, the clock of pass_start) is
+// the running pass's deadline, 0 between passes and for a pass with no limit;
+// timer_due_ns is the earliest time the armed timer can fire. A pass whose
+// deadline is no earlier than that leaves the timer as it is; when it fires,
+// the handler cancels the pass if its deadline has come, re-targets the timer
+// at the deadline if it has not, and does nothing between passes.
+volatile int64 pass_deadline_ns = 0;
+volatile int64 timer_due_ns = 0;
+
+int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 // Workers every Gather of the plan may launch (an upper bound: they need not
 // all run at once, or at all). Read from the plan, not from its pricing, which
@@ -45,7 +57,22 @@ int plan_workers(const Plan* p) {
     return n;
 }
 
+// Runs in the SIGALRM handler, as every timeout handler does (PostgreSQL's
+// handler holds off its own alarm meanwhile, so re-arming from here is safe;
+// clock_gettime is async-signal-safe).
 void on_cutoff_timeout() {
+    const int64 deadline = pass_deadline_ns;
+    timer_due_ns = 0;
+    if (deadline == 0) return;  // between passes, or a pass without a limit: the timer lapses
+    instr_time now;
+    INSTR_TIME_SET_CURRENT(now);
+    const int64 left_ns = deadline - mono_ns(now);
+    if (left_ns > 500000) {  // armed for an earlier pass: on to this one's deadline
+        const int ms = static_cast<int>(std::min<int64>((left_ns + 999999) / 1000000, 2000000000));
+        timer_due_ns = mono_ns(now) + static_cast<int64>(ms) * 1000000;
+        enable_timeout_after(cutoff_timeout, ms);
+        return;
+    }
     cutoff_fired = 1;
     InterruptPending = true;
     QueryCancelPending = true;
@@ -80,18 +107,29 @@ int planned_workers(const PlannedStmt* stmt) {
 }
 
 void arm_cutoff(Execution* e) {
-    e->allowed_ms = pass_allowance_ms(*e);
-    if (e->allowed_ms < 0) return;
-    if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
     cutoff_fired = 0;
-    enable_timeout_after(cutoff_timeout, static_cast<int>(std::min(std::ceil(e->allowed_ms), 2e9)));
+    e->allowed_ms = pass_allowance_ms(*e);
+    if (e->allowed_ms < 0) {
+        pass_deadline_ns = 0;
+        return;
+    }
+    const double allowed_ns = std::min(std::ceil(e->allowed_ms), 2e9) * 1e6;
+    const int64 deadline = mono_ns(e->pass_start) + static_cast<int64>(allowed_ns);
+    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
+    if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
+    // Armed (error recovery may have cleared every timeout) no later than this deadline: it stays.
+    if (timer_due_ns != 0 && timer_due_ns <= deadline && get_timeout_active(cutoff_timeout)) return;
+    timer_due_ns = 0;  // a firing in between finds no due time to keep
+    const int ms = static_cast<int>(allowed_ns / 1e6);
+    enable_timeout_after(cutoff_timeout, ms);
+    timer_due_ns = deadline;
 }
 
 void disarm_cutoff(bool completed) {
-    if (cutoff_timeout == MAX_TIMEOUTS) return;
-    disable_timeout(cutoff_timeout, false);
+    pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
+    if (!cutoff_fired) return;
     // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
-    if (completed && cutoff_fired) QueryCancelPending = false;
+    if (completed) QueryCancelPending = false;
     cutoff_fired = 0;
 }
 
@@ -118,7 +156,14 @@ void cutoff_context(void* arg) {
             "second(s).",
             retry_seconds(over > 0 ? over / e->budget.rate : 0));
     // Caught below us (an EXCEPTION block), the statement goes on: cancel it again soon.
-    if (cutoff_timeout != MAX_TIMEOUTS) enable_timeout_after(cutoff_timeout, 10);
+    if (cutoff_timeout != MAX_TIMEOUTS) {
+        instr_time now;
+        INSTR_TIME_SET_CURRENT(now);
+        timer_due_ns = 0;
+        pass_deadline_ns = mono_ns(now);  // past already: the next firing cancels
+        enable_timeout_after(cutoff_timeout, 10);
+        timer_due_ns = mono_ns(now) + 10000000;
+    }
 }
 
 }  // namespace ot::ext

@@ -26,6 +26,7 @@ namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
 bool pricing = false;  // price_and_charge is on the stack
+SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started in
 
 [[noreturn]] void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
                          double retry_after_s, bool waited_too_long, double cost) {
@@ -163,26 +164,35 @@ void on_executor_start(QueryDesc* qd, int eflags) {
     if (current_mode() == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
         !shared_memory_ready())
         return;
+    // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
+    // included, aborts the subtransaction it started in, and pricing_aborted
+    // clears the flag.
     pricing = true;
-    PG_TRY();
-    { guard([qd] { price_and_charge(qd); }); }
-    PG_FINALLY();
-    { pricing = false; }
-    PG_END_TRY();
+    pricing_subid = GetCurrentSubTransactionId();
+    guard([qd] { price_and_charge(qd); });
+    pricing = false;
 }
 
 }  // namespace
 
 core::Budget usable_budget() {
     const core::Budget b = current_budget();
+    // The settings change seldom: the last budget found usable needs no second look.
+    static core::Budget last_ok = {0.0, 0.0};
+    if (b.capacity == last_ok.capacity && b.rate == last_ok.rate) return b;
     if (const char* why = core::budget_problem(b))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
                         errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
                         errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
+    last_ok = b;
     return b;
 }
 
 bool pricing_in_progress() { return pricing; }
+
+void pricing_aborted(SubTransactionId from) {
+    if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) pricing = false;
+}
 
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;

@@ -5,6 +5,10 @@
 #include "ext/bucket_table.hpp"
 #include "ext/settings.hpp"
 
+extern "C" {
+#include "access/xact.h"
+}
+
 namespace ot::ext {
 void install_hooks();
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
@@ -14,6 +18,9 @@ double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
 core::Budget usable_budget();
 // The pricing hook is pricing a statement (the queries it runs are part of it).
 bool pricing_in_progress();
+// (Sub)transaction `from` aborts (InvalidSubTransactionId: the transaction):
+// pricing begun in it, or below it, is over.
+void pricing_aborted(SubTransactionId from);
 // Meters utility statements that work outside the executor (utility_metering.cpp).
 void install_utility_metering();
 // Meters the planning of top-level statements (planning_metering.cpp).

@@ -20,6 +20,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/ipc.h"
 }
 
 namespace ot::ext {
@@ -38,6 +39,18 @@ ExecutorFinish_hook_type prev_finish = nullptr;
 ExecutorEnd_hook_type prev_end = nullptr;
 
 bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
+
+// A top-level executor pass runs without a PG_TRY of its own (a setjmp per
+// pass, and one more for ExecutorFinish, were a tenth of what the hook cost a
+// select-only statement). An error that leaves it is followed, before anything
+// else runs, by the abort of the subtransaction it started in or of an
+// ancestor (a plan's functions run atomically: no pass ends its own
+// transaction), and the abort callbacks below settle it, exactly once — also
+// when the backend exits (FATAL, a client gone) with the pass on the stack.
+// Utility passes (CALL, DO may commit and roll back as they go) keep their
+// PG_TRY (meter_pass).
+bool top_open = false;  // an unguarded top-level pass is on the stack
+SubTransactionId top_subid = InvalidSubTransactionId;
 
 Execution* find_open(QueryDesc* qd) {
     for (int i = 0; i < open_high; i++)
@@ -98,7 +111,7 @@ void call_prev(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool o
     }
 }
 
-// A pass nobody meters: only the depth is kept.
+// A nested pass nobody meters: only the depth is kept.
 void unmetered(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     run_depth++;
     PG_TRY();
@@ -121,31 +134,73 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
     bucket_charge(own_identity(), ms, b);
 }
 
-struct PassCall {
-    Pass pass;
-    QueryDesc* qd;
-    ScanDirection dir;
-    uint64 count;
-    bool once;
-};
+// ---- a pass of an admitted statement: start, normal end, error ------------
 
-void call_pass(void* arg) {
-    const auto* c = static_cast<const PassCall*>(arg);
-    call_prev(c->pass, c->qd, c->dir, c->count, c->once);
+void pass_begin(Execution* e, ErrorContextCallback* cb) {
+    INSTR_TIME_SET_CURRENT(e->pass_start);
+    arm_cutoff(e);
+    running = e;
+    run_depth++;
+    cb->callback = cutoff_context;
+    cb->arg = e;
+    cb->previous = error_context_stack;
+    error_context_stack = cb;
 }
 
-void metered(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
-    if (pass == Pass::Run && e->ran) e->tokens_left = admit_further_pass(e->id, e->budget, e->mode);
-    PassCall c{pass, qd, dir, count, once};
-    meter_pass(e, call_pass, &c);
-    if (pass == Pass::Run) e->ran = true;
+void pass_end(Execution* e, ErrorContextCallback* cb) {
+    error_context_stack = cb->previous;
+    disarm_cutoff(true);
+    running = nullptr;
+    run_depth--;
+    settle_pass(e, elapsed_ms(e->pass_start));
+}
+
+// The statement is dead: charge what it used, give back what it did not.
+// Whoever caught the error has restored error_context_stack.
+void pass_failed(Execution* e) {
+    disarm_cutoff(false);
+    running = nullptr;
+    run_depth--;
+    if (e->cutoff) count_hook_event(HookEvent::Cutoff);
+    settle_pass(e, elapsed_ms(e->pass_start));
+    finish(e, false);
+}
+
+// A top-level pass of e (null: a pass nobody meters), unguarded.
+void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+    top_subid = GetCurrentSubTransactionId();
+    top_open = true;
+    if (e == nullptr) {
+        run_depth = 1;
+        call_prev(pass, qd, dir, count, once);
+        run_depth = 0;
+    } else {
+        if (pass == Pass::Run && e->ran) e->tokens_left = admit_further_pass(e->id, e->budget, e->mode);
+        ErrorContextCallback cb;
+        pass_begin(e, &cb);
+        call_prev(pass, qd, dir, count, once);
+        pass_end(e, &cb);
+        if (pass == Pass::Run) e->ran = true;
+    }
+    top_open = false;
+}
+
+// (Sub)transaction `from` (Invalid: the whole transaction) aborts: a
+// top-level pass begun in it, or in a subtransaction of it, died.
+void top_level_aborted(SubTransactionId from) {
+    if (!top_open || (from != InvalidSubTransactionId && from > top_subid)) return;
+    top_open = false;
+    if (running != nullptr) pass_failed(running);
+    run_depth = 0;
+    if (proc_exit_inprogress) flush_settlements();  // the exit's own flush may have run already
 }
 
 void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (run_depth == 0) {
-        if (Execution* e = find_open(qd)) return metered(e, pass, qd, dir, count, once);
-        if (IsParallelWorker() && current_mode() != Mode::Off && shared_memory_ready())
+        Execution* e = find_open(qd);
+        if (e == nullptr && IsParallelWorker() && current_mode() != Mode::Off && shared_memory_ready())
             return worker_pass(pass, qd, dir, count, once);
+        return top_level(e, pass, qd, dir, count, once);
     }
     unmetered(pass, qd, dir, count, once);
 }
@@ -153,10 +208,10 @@ void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool on
 void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) { dispatch(Pass::Run, qd, dir, count, once); }
 
 // A SELECT without data-modifying CTEs has no AFTER triggers: its finish
-// does nothing worth a clock.
+// does nothing worth a clock, and runs no statement that a depth would place.
 void on_finish(QueryDesc* qd) {
     if (qd->operation == CMD_SELECT && !qd->plannedstmt->hasModifyingCTE)
-        unmetered(Pass::Finish, qd, NoMovementScanDirection, 0, false);
+        call_prev(Pass::Finish, qd, NoMovementScanDirection, 0, false);
     else
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
@@ -186,6 +241,10 @@ void finish_from(SubTransactionId from) {
 }
 
 void on_xact(XactEvent event, void*) {
+    if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
+        top_level_aborted(InvalidSubTransactionId);
+        pricing_aborted(InvalidSubTransactionId);
+    }
     if (open_high == 0) return;
     switch (event) {
         case XACT_EVENT_ABORT:
@@ -198,41 +257,27 @@ void on_xact(XactEvent event, void*) {
 }
 
 void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, void*) {
-    if (event == SUBXACT_EVENT_ABORT_SUB && open_high > 0) finish_from(mySubid);
+    if (event != SUBXACT_EVENT_ABORT_SUB) return;
+    top_level_aborted(mySubid);
+    pricing_aborted(mySubid);
+    if (open_high > 0) finish_from(mySubid);
 }
 
 }  // namespace
 
 void meter_pass(Execution* e, void (*body)(void*), void* arg) {
-    INSTR_TIME_SET_CURRENT(e->pass_start);
-    arm_cutoff(e);
-    running = e;
-    run_depth++;
     ErrorContextCallback cb;
-    cb.callback = cutoff_context;
-    cb.arg = e;
-    cb.previous = error_context_stack;
-    error_context_stack = &cb;
+    pass_begin(e, &cb);
     PG_TRY();
     { body(arg); }
     PG_CATCH();
     {
-        // The statement is dead: charge what it used, give back what it did not.
         error_context_stack = cb.previous;
-        disarm_cutoff(false);
-        running = nullptr;
-        run_depth--;
-        if (e->cutoff) count_hook_event(HookEvent::Cutoff);
-        settle_pass(e, elapsed_ms(e->pass_start));
-        finish(e, false);
+        pass_failed(e);
         PG_RE_THROW();
     }
     PG_END_TRY();
-    error_context_stack = cb.previous;
-    disarm_cutoff(true);
-    running = nullptr;
-    run_depth--;
-    settle_pass(e, elapsed_ms(e->pass_start));
+    pass_end(e, &cb);
 }
 
 void close_execution(Execution* e, bool completed) { finish(e, completed); }
@@ -247,8 +292,12 @@ Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, 
     for (int i = 0; i < kMaxOpen && e == nullptr; i++)
         if (!open_execs[i].in_use) e = &open_execs[i];
     if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
-    *e = Execution{};
+    // Field by field: zeroing the whole record (its features are most of it)
+    // was a tenth of an unpriced statement's admission. features is read
+    // only while priced is set.
     e->in_use = true;
+    e->ran = false;
+    e->cutoff = false;
     e->mode = mode;
     e->qd = qd;
     e->subid = GetCurrentSubTransactionId();
@@ -257,7 +306,11 @@ Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, 
     e->estimate = estimate;
     e->deposit = deposit;
     e->tokens_left = tokens_left;
+    e->measured = 0;
     e->charged = deposit;
+    e->allowed_ms = 0;
+    e->stats_charge = 0;
+    INSTR_TIME_SET_ZERO(e->pass_start);
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;
@@ -270,7 +323,10 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
     if (running != nullptr) {
         // Inside a metered pass, whose clock covers this statement's work.
         if (features != nullptr) {
-            core::add_features(running->features, *features);
+            if (running->priced)
+                core::add_features(running->features, *features);
+            else
+                running->features = *features;
             running->priced = true;
         }
         running->estimate += estimate;

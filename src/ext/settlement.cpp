@@ -29,7 +29,7 @@ struct Pending {
 Pending pending = {};
 bool exit_flush_registered = false;
 
-bool same_id(const IdentityKey& a, const IdentityKey& b) { return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0; }
+bool same_id(const IdentityKey& a, const IdentityKey& b) { return same_identity(a, b); }
 
 void flush_owed() {
     if (!pending.any) return;
@@ -90,6 +90,12 @@ void note_stats(const IdentityKey& id, double charge, double measured) {
     pending.stats_measured += measured;
     pending.stats_statements++;
     if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
+}
+
+void flush_settlements() {
+    if (!shared_memory_ready()) return;
+    flush_owed();
+    flush_stats();
 }
 
 double take_owed(const IdentityKey& id, core::Budget b) {

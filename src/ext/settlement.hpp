@@ -17,5 +17,7 @@ void note_stats(const IdentityKey& id, double charge, double measured_ms);
 // admission's own visit to the bucket (anything owed to another bucket is
 // written first).
 double take_owed(const IdentityKey& id, core::Budget b);
+// Writes everything pending now (a settlement made while the backend exits).
+void flush_settlements();
 
 }  // namespace ot::ext
