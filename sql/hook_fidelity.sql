@@ -199,3 +199,40 @@ DROP TABLE fid_prices;
 DROP FUNCTION sparse_price();
 SELECT show_error($$SET ogc_throttle.page_cost = 'NaN'$$);
 SELECT show_error($$SET ogc_throttle.page_cost = -1$$);
+-- With ogc_throttle.density_on_analyze (off by default) an explicit ANALYZE or VACUUM ANALYZE
+-- rebuilds the grids of the tables it analyses, and only theirs.
+INSERT INTO fid_pts (id, kind, geom, geog)
+  SELECT 100000 + i, 0, ST_SetSRID(ST_MakePoint(20, 20), 4326), ST_SetSRID(ST_MakePoint(20, 20), 4326)::geography
+    FROM generate_series(1, 100) i;
+CREATE FUNCTION grid_rows() RETURNS SETOF float8 LANGUAGE sql AS
+  $$ SELECT rows_counted FROM throttle_density WHERE relid = 'fid_pts'::regclass ORDER BY attnum $$;
+ANALYZE fid_pts;
+SELECT grid_rows() AS off_by_default;
+SET ogc_throttle.density_on_analyze = on;
+ANALYZE fid_small;
+SELECT grid_rows() AS other_table_analysed;
+ANALYZE fid_pts;
+SELECT grid_rows() AS rebuilt_by_analyze;
+DELETE FROM fid_pts WHERE id > 100000;
+VACUUM (ANALYZE) fid_pts;
+SELECT grid_rows() AS rebuilt_by_vacuum_analyze;
+INSERT INTO fid_pts (id, kind, geom, geog)
+  SELECT 100000 + i, 0, ST_SetSRID(ST_MakePoint(20, 20), 4326), ST_SetSRID(ST_MakePoint(20, 20), 4326)::geography
+    FROM generate_series(1, 10) i;
+VACUUM fid_pts;
+SELECT grid_rows() AS not_by_plain_vacuum;
+-- A role that may not rebuild grids (nor analyse the table) leaves them as they are.
+CREATE ROLE regress_ot_fid;
+SET ROLE regress_ot_fid;
+ANALYZE fid_pts;
+RESET ROLE;
+SELECT grid_rows() AS not_by_an_unprivileged_role;
+SELECT show_error($$SET ROLE regress_ot_fid; SET ogc_throttle.density_on_analyze = off$$);
+RESET ROLE;
+DROP ROLE regress_ot_fid;
+ANALYZE;
+SELECT grid_rows() AS rebuilt_by_database_wide_analyze;
+DELETE FROM fid_pts WHERE id > 100000;
+ANALYZE fid_pts;
+RESET ogc_throttle.density_on_analyze;
+DROP FUNCTION grid_rows();
