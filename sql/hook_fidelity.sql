@@ -150,3 +150,89 @@ SELECT abs(price($$SELECT count(*) FROM fid_pts WHERE ST_Area(ST_Buffer(geom, 0.
 RESET ogc_throttle.function_row_cost;
 SELECT show_error($$SET ogc_throttle.function_row_cost = -1$$);
 DROP FUNCTION fid_dear(geometry);
+-- Every priced statement carries executor start-up once (statement calls) and each plan node once
+-- (statement rows), however few rows it reads: a join plan has more nodes than a single scan.
+SELECT (SELECT calls FROM throttle_features(q1) WHERE class = 'statement') = 1 AS one_start_up,
+       feature(q1, 'statement') >= 2 AS nodes_counted,
+       feature(q2, 'statement') > feature(q1, 'statement') AS join_has_more_nodes
+  FROM (VALUES ($$SELECT count(*) FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$,
+                $$SELECT count(*) FROM fid_small c, fid_pts t WHERE t.kind = c.k AND t.geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$)) v(q1, q2);
+SET ogc_throttle.statement_fixed_cost = 0;
+SET ogc_throttle.statement_node_cost = 0;
+CREATE TABLE fid_prices AS SELECT box_price() AS base;
+SET ogc_throttle.statement_fixed_cost = 7;
+SELECT abs(box_price() - base - 7) < 1e-9 AS statement_fixed_cost_counts FROM fid_prices;
+SET ogc_throttle.statement_node_cost = 1;
+SELECT abs(box_price() - base - 7 - feature($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$, 'statement')) < 1e-9
+       AS statement_node_cost_counts FROM fid_prices;
+RESET ogc_throttle.statement_fixed_cost;
+RESET ogc_throttle.statement_node_cost;
+DROP TABLE fid_prices;
+SELECT show_error($$SET ogc_throttle.statement_fixed_cost = 'NaN'$$);
+SELECT show_error($$SET ogc_throttle.statement_node_cost = -0.5$$);
+SELECT show_error($$SET ogc_throttle.statement_fixed_cost = '-Infinity'$$);
+SELECT show_error($$SET ogc_throttle.statement_node_cost = 'Infinity'$$);
+CREATE ROLE regress_ot_fid;
+SET ROLE regress_ot_fid;
+SELECT show_error($$SET ogc_throttle.statement_fixed_cost = 0$$);
+RESET ROLE;
+DROP ROLE regress_ot_fid;
+-- An index or bitmap scan fetches heap pages: about one a row when the rows are few and spread
+-- (the background), never more than the relation has; a sequential scan counts none (its pages
+-- stream in order, priced by its rows).
+SELECT feature(q1, 'page') BETWEEN 0.5 * feature(q1, 'scan') AND feature(q1, 'scan') AS sparse_page_a_row,
+       feature(q2, 'page') <= (SELECT relpages FROM pg_class WHERE relname = 'fid_pts') AS at_most_the_relation,
+       feature(q3, 'page') = 0 AS seq_scan_counts_none
+  FROM (VALUES ($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(5, 45, 7, 47, 4326)$$,
+                $$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(9.99, 49.99, 10.01, 50.01, 4326)$$,
+                $$SELECT count(*) FROM fid_pts WHERE ST_Area(geom) >= 0$$)) v(q1, q2, q3);
+CREATE FUNCTION sparse_price() RETURNS float8 LANGUAGE sql AS
+  $$ SELECT price($q$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(5, 45, 7, 47, 4326)$q$) $$;
+SET ogc_throttle.page_cost = 0;
+CREATE TABLE fid_prices AS SELECT sparse_price() AS base;
+SET ogc_throttle.page_cost = 1;
+SELECT feature($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(5, 45, 7, 47, 4326)$$, 'page') > 10 AS some_pages,
+       abs(sparse_price() - base - feature($$SELECT id FROM fid_pts WHERE geom && ST_MakeEnvelope(5, 45, 7, 47, 4326)$$, 'page')) < 1e-9
+       AS page_cost_counts FROM fid_prices;
+RESET ogc_throttle.page_cost;
+DROP TABLE fid_prices;
+DROP FUNCTION sparse_price();
+SELECT show_error($$SET ogc_throttle.page_cost = 'NaN'$$);
+SELECT show_error($$SET ogc_throttle.page_cost = -1$$);
+-- With ogc_throttle.density_on_analyze (off by default) an explicit ANALYZE or VACUUM ANALYZE
+-- rebuilds the grids of the tables it analyses, and only theirs.
+INSERT INTO fid_pts (id, kind, geom, geog)
+  SELECT 100000 + i, 0, ST_SetSRID(ST_MakePoint(20, 20), 4326), ST_SetSRID(ST_MakePoint(20, 20), 4326)::geography
+    FROM generate_series(1, 100) i;
+CREATE FUNCTION grid_rows() RETURNS SETOF float8 LANGUAGE sql AS
+  $$ SELECT rows_counted FROM throttle_density WHERE relid = 'fid_pts'::regclass ORDER BY attnum $$;
+ANALYZE fid_pts;
+SELECT grid_rows() AS off_by_default;
+SET ogc_throttle.density_on_analyze = on;
+ANALYZE fid_small;
+SELECT grid_rows() AS other_table_analysed;
+ANALYZE fid_pts;
+SELECT grid_rows() AS rebuilt_by_analyze;
+DELETE FROM fid_pts WHERE id > 100000;
+VACUUM (ANALYZE) fid_pts;
+SELECT grid_rows() AS rebuilt_by_vacuum_analyze;
+INSERT INTO fid_pts (id, kind, geom, geog)
+  SELECT 100000 + i, 0, ST_SetSRID(ST_MakePoint(20, 20), 4326), ST_SetSRID(ST_MakePoint(20, 20), 4326)::geography
+    FROM generate_series(1, 10) i;
+VACUUM fid_pts;
+SELECT grid_rows() AS not_by_plain_vacuum;
+-- A role that may not rebuild grids (nor analyse the table) leaves them as they are.
+CREATE ROLE regress_ot_fid;
+SET ROLE regress_ot_fid;
+ANALYZE fid_pts;
+RESET ROLE;
+SELECT grid_rows() AS not_by_an_unprivileged_role;
+SELECT show_error($$SET ROLE regress_ot_fid; SET ogc_throttle.density_on_analyze = off$$);
+RESET ROLE;
+DROP ROLE regress_ot_fid;
+ANALYZE;
+SELECT grid_rows() AS rebuilt_by_database_wide_analyze;
+DELETE FROM fid_pts WHERE id > 100000;
+ANALYZE fid_pts;
+RESET ogc_throttle.density_on_analyze;
+DROP FUNCTION grid_rows();

@@ -18,9 +18,13 @@ namespace ot::core {
 //  Worker:   fixed: each parallel worker a statement launches
 //  Function: per row and unit of declared cost (pg_proc.procost) of the functions a plan's
 //            expressions call that no other class prices (ST_Buffer, ST_Area, user functions)
+//  Statement: fixed: every priced statement once (executor start-up and shut-down, which no
+//            other class carries); per "row": each node of its plan (initialised and ended once)
+//  Page:     per "row": each heap page an index or bitmap scan fetches (a random page costs
+//            as much as many rows on it: a sparse search reads about a page a row)
 enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker,
-                                     Function };
-inline constexpr int kCostClasses = 12;
+                                     Function, Statement, Page };
+inline constexpr int kCostClasses = 14;
 const char* cost_class_name(CostClass c) noexcept;
 // "bbox, radius, …, worker": every class name, for error messages.
 const char* cost_class_list() noexcept;

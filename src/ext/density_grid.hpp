@@ -29,4 +29,8 @@ bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h);
 // Their area-weighted box size (core::density_probe_size), false without a grid.
 bool density_grid_probe_size(Oid relid, AttrNumber attnum, double* w, double* h);
 
+// ogc_throttle.density_on_analyze and the utility hook behind it (density_analyze.cpp):
+// an explicit ANALYZE rebuilds the grids of the tables it analyses.
+void install_density_analyze_hook();
+
 }  // namespace ot::ext

@@ -1,5 +1,6 @@
 // _PG_init: settings always; shared memory only when preloaded.
 #include "ext/bucket_table.hpp"
+#include "ext/density_grid.hpp"
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
@@ -36,6 +37,7 @@ void on_shmem_startup() {
 
 void _PG_init(void) {
     ot::ext::define_settings();
+    ot::ext::install_density_analyze_hook();
     // Without preloading there is no shared table; every budget function then
     // raises an error naming the fix (require_shared_memory).
     if (!process_shared_preload_libraries_in_progress) return;

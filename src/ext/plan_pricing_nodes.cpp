@@ -61,6 +61,8 @@ void add_function_work(PlanCtx* c, Plan* p, const ExprFacts& tf, const ExprFacts
 double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
     if (p == nullptr) return 0;
     check_stack_depth();
+    // A node to initialise and end, once (a bitmap scan's index scan is priced with it).
+    c->f.rows[static_cast<int>(core::CostClass::Statement)] += IsA(p, BitmapHeapScan) && p->lefttree ? 2 : 1;
     const ExprFacts tf = facts_of(reinterpret_cast<Node*>(p->targetlist));
     const ExprFacts qf = facts_of(reinterpret_cast<Node*>(p->qual));
     double out = 0;
@@ -207,6 +209,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
 core::PlanFeatures plan_features(PlannedStmt* stmt, Walk* w, double rows_by[core::kRowsSources]) {
     PlanCtx c{};
     c.w = w;
+    // Executor start-up and shut-down: what the smallest statements mostly spend.
+    c.f.calls[static_cast<int>(core::CostClass::Statement)] = 1;
     visit(&c, stmt->planTree, 1, -1, 1);
     int id = 0;
     ListCell* lc;

@@ -5,6 +5,7 @@
 #include "ext/plan_pricing_walk.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ext/density_grid.hpp"
 
@@ -36,6 +37,17 @@ void add_clustered_skip(PlanCtx* c, Plan* p, double rows, double out_full, doubl
     if (p->qual == NIL || cap < 0 || !(out_full > cap) || !(rows > 0)) return;
     const double skipped = (1.0 - out_full / rows) * rows / 2;
     add_scan_rows(c, std::min(skipped, rows - rows * cap / out_full) * loops);
+}
+
+// Heap pages an index (or bitmap) scan reading `rows` fetches, each loop: rows placed at random
+// over the relation's pages, P·(1 − e^(−rows/P)) (Cardenas). Rows stored near one another
+// (loaded city by city) share pages, so this errs high in dense areas; in sparse ones a search
+// reads about a page a row, which the per-row weight of a scan leaves ten times under-priced.
+void add_heap_pages(PlanCtx* c, Oid relid, double rows, double loops) {
+    const double pages = OidIsValid(relid) ? relpages_of(relid) : -1;
+    if (!(rows > 0)) return;
+    const double fetched = pages > 0 ? pages * -std::expm1(-rows / pages) : rows;
+    c->f.rows[static_cast<int>(core::CostClass::Page)] += fetched * loops;
 }
 
 void remember_box(PlanCtx* c, Oid relid, const Search& s) {
@@ -80,6 +92,7 @@ double visit_seq_scan(PlanCtx* c, Plan* p, double loops, double cap, double par,
 double visit_index_scan(PlanCtx* c, Plan* p, double loops, double cap, double par, const ExprFacts& qf,
                         double* processed) {
     const Oid relid = scan_relation(c, p);
+    const double read_before = c->f.rows[static_cast<int>(core::CostClass::Scan)];
     const Index rti = reinterpret_cast<Scan*>(p)->scanrelid;
     List* quals = nodeTag(p) == T_IndexScan        ? reinterpret_cast<IndexScan*>(p)->indexqualorig
                   : nodeTag(p) == T_BitmapHeapScan ? reinterpret_cast<BitmapHeapScan*>(p)->bitmapqualorig
@@ -161,6 +174,8 @@ double visit_index_scan(PlanCtx* c, Plan* p, double loops, double cap, double pa
     // An ordered (KNN) scan computes a distance and keeps a queue per row read.
     if (nodeTag(p) == T_IndexScan && reinterpret_cast<IndexScan*>(p)->indexorderby != NIL)
         c->f.rows[static_cast<int>(core::CostClass::Distance)] += std::min(rows, out * rows / std::max(out_full, 1.0)) * loops;
+    add_heap_pages(c, relid, (c->f.rows[static_cast<int>(core::CostClass::Scan)] - read_before) / std::max(1.0, loops),
+                   loops);
     *processed = rows;
     return out;
 }

@@ -99,6 +99,14 @@ double reltuples_of(Oid relid) {
     return t;
 }
 
+double relpages_of(Oid relid) {
+    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(rel)) return -1;
+    const double t = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->relpages;
+    ReleaseSysCache(rel);
+    return t;
+}
+
 Oid scan_relation(PlanCtx* c, Plan* p) {
     const Index rti = reinterpret_cast<Scan*>(p)->scanrelid;
     if (rti < 1 || rti > static_cast<Index>(list_length(c->w->rtable))) return InvalidOid;

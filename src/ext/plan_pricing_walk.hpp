@@ -109,6 +109,7 @@ struct Search {
 };
 
 double reltuples_of(Oid relid);
+double relpages_of(Oid relid);  // pg_class.relpages, negative when unknown
 Oid scan_relation(PlanCtx* c, Plan* p);
 inline double planned(Plan* p, double par) { return p->plan_rows > 0 ? p->plan_rows * par : 0.0; }
 

@@ -121,6 +121,12 @@ WeightGuc weight_gucs[] = {
     {core::CostClass::Function, nullptr, "ogc_throttle.function_row_cost", nullptr,
      "Milliseconds per row and unit of declared cost (pg_proc.procost) of a function no other class prices.", 0,
      0},
+    // Its per-row weight is per plan node: the GUC says so in its name.
+    {core::CostClass::Statement, "ogc_throttle.statement_fixed_cost", "ogc_throttle.statement_node_cost",
+     "Milliseconds every priced statement costs however small (executor start-up and shut-down).",
+     "Milliseconds per node of a priced statement's plan (each is initialised and ended once).", 0, 0},
+    {core::CostClass::Page, nullptr, "ogc_throttle.page_cost", nullptr,
+     "Milliseconds per heap page an index or bitmap scan fetches.", 0, 0},
 };
 
 void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {

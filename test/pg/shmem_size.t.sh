@@ -44,5 +44,5 @@ grow() {
   prev=$now
 }
 grow ogc_throttle.max_identity_stats "identity statistics (per tracked identity)" 160
-grow ogc_throttle.max_samples "calibration samples" 104  # two floats per cost class (12) and the measured time
+grow ogc_throttle.max_samples "calibration samples" 121  # two floats per cost class (14) and the measured time: 120, and a share of the ring's header
 tap_exit

@@ -96,3 +96,35 @@ TEST(Spearman, RanksWithTies) {
     EXPECT_TRUE(std::isnan(spearman(x, t, 5)));
     EXPECT_TRUE(std::isnan(spearman(x, y, 2)));
 }
+
+// The statement class: a start-up every statement pays once and a cost per plan node. Samples of
+// small scans (few rows, a fixed 0.08 ms start-up, 0.01 ms a node) fit it beside the scan class.
+TEST(Calibration, FitsTheStatementStartUpAndPerNodeCost) {
+    CostModel m = default_cost_model();
+    m.of(CostClass::Statement) = {0, 0, 0};
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> rows(0, 2000), noise(0.95, 1.05);
+    std::uniform_int_distribution<int> nodes(1, 8);
+    std::vector<Sample> s;
+    for (int i = 0; i < 300; i++) {
+        Sample x{};
+        const double r = rows(rng);
+        const int k = nodes(rng);
+        x.features.calls[idx(CostClass::Scan)] = 1;
+        x.features.rows[idx(CostClass::Scan)] = r;
+        x.features.calls[idx(CostClass::Statement)] = 1;
+        x.features.rows[idx(CostClass::Statement)] = k;
+        x.measured_ms = (0.08 + 0.01 * k + 0.0002 * r) * noise(rng);
+        s.push_back(x);
+    }
+    // Statement and scan fixed terms are both once a statement: only their sum is determined.
+    m.of(CostClass::Scan).fixed = 0;
+    const Calibration c = calibrate(m, s.data(), s.size());
+    ASSERT_EQ(c.problem, nullptr);
+    EXPECT_TRUE(c.fitted_class[idx(CostClass::Statement)]);
+    EXPECT_EQ(c.samples_of[idx(CostClass::Statement)], 300);
+    EXPECT_NEAR(c.fitted.of(CostClass::Statement).fixed + c.fitted.of(CostClass::Scan).fixed, 0.08, 0.012);
+    EXPECT_NEAR(c.fitted.of(CostClass::Statement).per_row, 0.01, 0.002);
+    EXPECT_NEAR(c.fitted.of(CostClass::Scan).per_row, 0.0002, 0.00003);
+    EXPECT_NEAR(c.median_ratio_after, 1.0, 0.05);
+}

@@ -27,8 +27,8 @@ TEST(CostModel, DefaultModelIsValid) {
 }
 
 TEST(CostModel, ClassListNamesEveryClass) {
-    // The gate's "unknown cost class" error lists these: all eleven, in order.
-    EXPECT_STREQ(cost_class_list(), "bbox, radius, features, tile, map, coverage, scan, join, encode, distance, worker, function");
+    // The gate's "unknown cost class" error lists these: all of them, in order.
+    EXPECT_STREQ(cost_class_list(), "bbox, radius, features, tile, map, coverage, scan, join, encode, distance, worker, function, statement, page");
 }
 
 TEST(CostModel, InvalidModelsAreNamed) {
