@@ -6,6 +6,8 @@
 # in alternating rounds. Prints MB/s of each (median of ROUNDS), the ratio, and
 # the rewriting gate's peak RSS growth (VmHWM after - VmRSS before).
 #   bench/gate/capabilities_gate.sh        (ROUNDS=15 LAYERS=11000: ~10 MB)
+#   DOC_OUT=FILE bench/gate/capabilities_gate.sh   just writes the document to FILE (for
+#       callgrind: ONE_PASS=FILE ORIGIN=http://127.0.0.1:19000 build/gate/capabilities_bench)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/gate/lib/gate.sh"
 ROUNDS=${ROUNDS:-15} LAYERS=${LAYERS:-11000}
@@ -13,7 +15,7 @@ UP=19000 GA=19001 GB=19003
 tmp=$(mktemp -d)
 cleanup() { gate_stop "$tmp/a"; gate_stop "$tmp/b"; [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")"; rm -rf "$tmp"; }
 trap cleanup EXIT
-make -s -C "$root" bin/ogc-gate >/dev/null || exit 1
+[ -n "${DOC_OUT:-}" ] || make -s -C "$root" bin/ogc-gate >/dev/null || exit 1
 mkdir -p "$tmp/www" "$tmp/ngx"; chmod 755 "$tmp" "$tmp/www"
 awk -v n="$LAYERS" -v up="http://127.0.0.1:$UP" 'BEGIN {
   print "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
@@ -32,6 +34,7 @@ awk -v n="$LAYERS" -v up="http://127.0.0.1:$UP" 'BEGIN {
   print "</Layer></Capability></WMS_Capabilities>"
 }' >"$tmp/www/caps.xml"
 chmod 644 "$tmp/www/caps.xml"
+if [ -n "${DOC_OUT:-}" ]; then cp "$tmp/www/caps.xml" "$DOC_OUT"; exit 0; fi
 size=$(wc -c <"$tmp/www/caps.xml")
 cat >"$tmp/nginx.conf" <<CONF
 worker_processes 1; pid $tmp/nginx.pid; error_log $tmp/nginx.err warn;
