@@ -173,6 +173,31 @@ double median(std::vector<double> v) {
 int main() {
     const double mb = std::getenv("SIZE_MB") ? std::atof(std::getenv("SIZE_MB")) : 10;
     const int rounds = std::getenv("ROUNDS") ? std::atoi(std::getenv("ROUNDS")) : 7;
+    // ONE_PASS=FILE: one rewrite of FILE (e.g. bench/gate/capabilities_gate.sh's
+    // document, DOC_OUT there) and nothing else, for callgrind (no threads, no timing):
+    //   ONE_PASS=caps.xml valgrind --tool=callgrind --toggle-collect='ot::gate::CapabilitiesRewriter::*' build/gate/capabilities_bench
+    if (const char* f = std::getenv("ONE_PASS")) {
+        std::string doc;
+        if (FILE* in = std::fopen(f, "rb")) {
+            char b[65536];
+            for (std::size_t n; (n = std::fread(b, 1, sizeof b, in)) > 0;) doc.append(b, n);
+            std::fclose(in);
+        }
+        CapabilityLimits l = limits();
+        if (const char* o = std::getenv("ORIGIN")) l.rewrite_origins.push_back(o);
+        CapabilitiesRewriter r(l);
+        std::string out;
+        constexpr std::size_t kGateBlock = 65536;  // the gate's relay block
+        for (std::size_t i = 0; i < doc.size(); i += kGateBlock) {
+            out.clear();
+            r.feed(doc.data() + i, std::min(kGateBlock, doc.size() - i), out);
+            sink_out += out.size();
+        }
+        r.finish(out);
+        std::printf("one rewrite pass of %zu bytes: %s, %zu URLs%s%s\n", doc.size(), caps_doc_kind_name(r.report().kind),
+                    r.report().urls_rewritten, r.report().passed_raw ? ", gave up: " : "", r.report().reason.c_str());
+        return 0;
+    }
     const std::string doc = make_doc(static_cast<std::size_t>(mb * 1024 * 1024));
     {  // a correctness glance: the document is one the rewriter rewrites
         RewriteReport rep;

@@ -38,6 +38,8 @@ const char* caps_doc_kind_name(CapsDocKind k) {
     case CapsDocKind::Wfs200: return "WFS 2.0";
     case CapsDocKind::Wmts100: return "WMTS 1.0.0";
     case CapsDocKind::Wcs: return "WCS";
+    case CapsDocKind::OapiJson: return "OGC API JSON";
+    case CapsDocKind::OpenApi: return "OpenAPI";
     default: return "unknown";
     }
 }

@@ -113,6 +113,34 @@ void note_foreign(const std::string& origin, const std::string& base) {
               << " (set the map server's public URL, e.g. MapServer's ows_onlineresource, to the gate's)\n";
 }
 
+// Every origin the map server has advertised as its own so far: a JSON
+// answer (items) has no endpoint of its own to learn it from.
+std::vector<std::string> learnt_origins() {
+    Notices& n = notices();
+    std::lock_guard<std::mutex> lock(n.mu);
+    std::vector<std::string> v;
+    for (const auto& e : n.seen) v.push_back(e.first);
+    return v;
+}
+
+// OGC API answers that may name the map server: landing page, conformance,
+// collections, /api (Op::Other) and the feature answers (items, search).
+bool oapi_answer(const OgcRequest& r) {
+    return r.op == Op::Other || r.op == Op::Items || r.op == Op::Item || r.op == Op::Search;
+}
+
+// How much of a JSON answer is held to be parsed (0: streamed). Items are
+// streamed from the first byte; an OpenAPI document may be large.
+std::size_t json_buffer_limit(const OgcRequest& r, const std::string& ct) {
+    if (r.op != Op::Other) return 0;
+    std::string_view p = r.path;
+    while (!p.empty() && p.back() == '/') p.remove_suffix(1);
+    const std::string_view last = p.substr(p.rfind('/') == std::string_view::npos ? 0 : p.rfind('/') + 1);
+    const bool api = ct.find("openapi") != std::string::npos || last == "api" || last == "openapi" ||
+                     last == "api.json" || last == "openapi.json";
+    return api ? std::size_t{8} << 20 : std::size_t{1} << 20;
+}
+
 }  // namespace
 
 std::string caps_public_base(const Config& c, const http::fields& req, const IpAddr& peer, bool* forwarded) {
@@ -152,9 +180,10 @@ std::string caps_weak_etag(const std::string& etag, const std::string& suffix) {
 void caps_prepare_upstream(http::request<http::string_body>& up, const OgcRequest& r, const Config& c,
                            const http::fields& client, const IpAddr& peer) {
     if (!c.capabilities.rewrite) return;
-    if (r.op == Op::Other) {
-        // A compressed or partial body cannot be rewritten: capabilities
-        // asked for gzip or a byte range would carry the map server's address.
+    if (oapi_answer(r)) {
+        // A compressed or partial body cannot be rewritten: capabilities (or
+        // OGC API JSON) asked for gzip or a byte range would carry the map
+        // server's address.
         up.erase(http::field::accept_encoding);
         up.erase(http::field::range);
         up.erase(http::field::if_range);
@@ -173,14 +202,21 @@ std::unique_ptr<CapsRelay> CapsRelay::start(const http::response_header<>& up, c
     if (!ce.empty() && ce != "identity") return nullptr;  // not asked for; passed as it came
     const std::string ct = to_lower(sv(up[http::field::content_type]));
     const bool xml = ct.find("xml") != std::string::npos;
-    // A 304 (no body) gets the ETag a 200 would have had; the rest must be XML.
-    if (!(status == 200 && xml) && !(status == 304 && r.op == Op::Other)) return nullptr;
-    if (r.op != Op::Other && !c.capabilities.addresses_in_all_xml) return nullptr;
+    const bool json = !xml && ct.find("json") != std::string::npos && oapi_answer(r);
+    // A 304 (no body) gets the ETag a 200 would have had; the rest must be XML or OGC API JSON.
+    if (!(status == 200 && (xml || json)) && !(status == 304 && r.op == Op::Other)) return nullptr;
+    if (xml && r.op != Op::Other && !c.capabilities.addresses_in_all_xml) return nullptr;
     std::unique_ptr<CapsRelay> cr(new CapsRelay());
     cr->public_base_ = caps_public_base(c, client, peer, &cr->forwarded_);
     CapabilityLimits l = limits_for(c, cr->public_base_);
     cr->etag_suffix_ = caps_etag_suffix(l, c.capabilities.addresses_in_all_xml);
-    if (status == 200 && !head) cr->rw_ = std::make_unique<CapabilitiesRewriter>(std::move(l));
+    if (status != 200 || head) return cr;
+    if (json) {
+        for (auto& o : learnt_origins()) l.rewrite_origins.push_back(std::move(o));
+        cr->json_ = std::make_unique<OapiRewriter>(std::move(l), json_buffer_limit(r, ct));
+    } else {
+        cr->rw_ = std::make_unique<CapabilitiesRewriter>(std::move(l));
+    }
     return cr;
 }
 
@@ -197,16 +233,19 @@ bool CapsRelay::adjust_headers(http::response_header<>& m) const {
     m.erase("Digest");
     m.erase("Repr-Digest");
     m.erase("Content-Digest");
-    return rw_ != nullptr;
+    return rewrites_body();
 }
 
 const std::string& CapsRelay::rewrite(const char* data, std::size_t n, bool more) {
     out_.clear();
-    rw_->feed(data, n, out_);
-    if (!more) {
-        rw_->finish(out_);
-        note_foreign(rw_->report().first_foreign_origin, public_base_);
+    if (json_) {
+        json_->feed(data, n, out_);
+        if (!more) json_->finish(out_);
+    } else {
+        rw_->feed(data, n, out_);
+        if (!more) rw_->finish(out_);
     }
+    if (!more) note_foreign(report()->first_foreign_origin, public_base_);
     return out_;
 }
 

@@ -3,21 +3,39 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-
 #include "gate/text.hpp"
 
 namespace ot::gate {
 namespace {
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }  // ASCII, no locale
-bool ends_authority(char c) {
-    switch (c) {
-    case '/': case '?': case '#': case '"': case '\'': case '<': case '>': case '&': case ';':
-    case ' ': case '\t': case '\r': case '\n': return true;
-    default: return false;
+struct AuthorityEnds {
+    bool at[256] = {};
+    AuthorityEnds() {
+        for (unsigned char c : std::string_view("/?#\"'<>&; \t\r\n")) at[c] = true;
     }
-}
+};
+const AuthorityEnds kEnds;
+bool ends_authority(char c) { return kEnds.at[static_cast<unsigned char>(c)]; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string json_escape(std::string_view s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            o += "\\u00";
+            o += hex[(c >> 4) & 0xF];
+            o += hex[c & 0xF];
+        } else {
+            o += c;
+        }
+    }
+    return o;
+}
 
 }  // namespace
 
@@ -65,7 +83,10 @@ std::string url_origin(std::string_view url, std::size_t* authority_end) {
 UrlRewriter::UrlRewriter(const std::vector<std::string>& origins, std::string_view public_base) {
     while (!public_base.empty() && public_base.back() == '/') public_base.remove_suffix(1);
     base_origin_ = url_origin(public_base);
-    if (!base_origin_.empty()) base_ = xml_escape(public_base);
+    if (!base_origin_.empty()) {
+        base_ = xml_escape(public_base);
+        json_base_ = json_escape(public_base);
+    }
     for (const auto& o : origins) add_origin(url_origin(o));
 }
 
@@ -74,7 +95,9 @@ void UrlRewriter::add_origin(const std::string& n) {
     if (n.empty() || n == base_origin_ || matches(n)) return;
     origins_.push_back(n);
     std::size_t h = n.find("://") + 3, c = n.rfind(':');
-    parsed_.push_back({n.compare(0, 5, "https") == 0, n.substr(h, c - h), n.substr(c + 1)});
+    const bool https = n.compare(0, 5, "https") == 0;
+    const std::string host = n.substr(h, c - h), port = n.substr(c + 1);
+    parsed_.push_back({https, host, port, host + ":" + port, port == (https ? "443" : "80")});
 }
 
 bool UrlRewriter::rewrite_endpoint(std::string_view raw, std::string& out, std::string* matched) {
@@ -115,6 +138,9 @@ bool UrlRewriter::match(std::string_view scheme, std::string_view authority) con
         https = true;
     else
         return false;
+    // Nearly every URL of a map server spells its origin the one usual way.
+    for (const auto& o : parsed_)
+        if (o.https == https && (authority == o.exact || (o.default_port && authority == o.host))) return true;
     if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
     std::string_view host = authority, port = https ? "443" : "80";
     std::size_t colon = authority.rfind(':');
@@ -132,6 +158,17 @@ bool UrlRewriter::match(std::string_view scheme, std::string_view authority) con
     return false;
 }
 
+std::size_t UrlRewriter::exact_prefix(bool https, std::string_view rest) const {
+    for (const auto& o : parsed_) {
+        if (o.https != https) continue;
+        if (rest.size() > o.exact.size() && rest.compare(0, o.exact.size(), o.exact) == 0) return o.exact.size();
+        if (o.default_port && rest.size() > o.host.size() && rest.compare(0, o.host.size(), o.host) == 0 &&
+            rest[o.host.size()] != ':')
+            return o.host.size();
+    }
+    return 0;
+}
+
 bool UrlRewriter::matches(const std::string& origin) const {
     for (const auto& o : origins_)
         if (o == origin) return true;
@@ -140,7 +177,7 @@ bool UrlRewriter::matches(const std::string& origin) const {
 
 void AddressScanner::feed(const char* data, std::size_t n, std::string& out, bool final) {
     // What is held back from the last block (a few bytes, or a URL's start of
-    // at most ~264) is joined to this block's first kJoin bytes only, not
+    // at most ~267) is joined to this block's first kJoin bytes only, not
     // copied in front of the whole block: what is held back after that join
     // is a suffix of those bytes, so the rest of the block is scanned in place.
     constexpr std::size_t kJoin = 1024;
@@ -149,7 +186,7 @@ void AddressScanner::feed(const char* data, std::size_t n, std::string& out, boo
         head.swap(carry_);
         head.append(data, kJoin);
         scan(head, out, false);
-        const std::size_t c = carry_.size();  // <= 264 < kJoin
+        const std::size_t c = carry_.size();  // <= 267 < kJoin
         carry_.clear();
         data += kJoin - c;
         n -= kJoin - c;
@@ -161,51 +198,62 @@ void AddressScanner::feed(const char* data, std::size_t n, std::string& out, boo
     scan(joined, out, final);
 }
 
+namespace {
+
+// 0 http, 1 https, -1 neither (ASCII case-insensitive).
+int scheme_kind(std::string_view s) {
+    if (s.size() < 4 || s.size() > 5 || lower(s[0]) != 'h' || lower(s[1]) != 't' || lower(s[2]) != 't' || lower(s[3]) != 'p')
+        return -1;
+    if (s.size() == 4) return 0;
+    return lower(s[4]) == 's' ? 1 : -1;
+}
+
+}  // namespace
+
+
 void AddressScanner::scan(std::string_view buf, std::string& out, bool final) {
     std::size_t done = 0;  // bytes of buf already emitted
     std::size_t from = 0;
     std::size_t keep = std::string_view::npos;  // where an incomplete URL starts
     for (;;) {
-        // memchr for ':' then a look at the next two bytes: several times
-        // faster than memmem's general search, though ':' is frequent (prefixes, EPSG:…).
-        std::size_t h = std::string_view::npos;
-        while (from < buf.size()) {
-            const void* c = std::memchr(buf.data() + from, ':', buf.size() - from);
-            if (!c) break;
-            std::size_t at = static_cast<std::size_t>(static_cast<const char*>(c) - buf.data());
-            if (at + 2 < buf.size() && buf[at + 1] == '/' && buf[at + 2] == '/') {
-                h = at;
-                break;
-            }
-            from = at + 1;
-        }
+        std::size_t sep = 0;
+        const std::size_t h = find_scheme_separator(buf, from, json_, &sep);
         if (h == std::string_view::npos) break;
-        from = h + 3;
+        from = h + sep;
         std::size_t s = h >= 5 && lower(buf[h - 1]) == 's' ? h - 5 : h >= 4 ? h - 4 : std::string_view::npos;
         if (s == std::string_view::npos || s < done) continue;
+        std::string_view scheme = buf.substr(s, h - s);
+        if (scheme.size() == 5 && lower(scheme[0]) != 'h') scheme.remove_prefix(1);  // "xhttp://"
+        const int kind = scheme_kind(scheme);
+        const std::size_t a0 = h + sep;
         // An authority longer than this is not one of ours, however the body is cut.
         constexpr std::size_t kMaxAuthority = 256;
-        std::size_t end = h + 3;
-        while (end < buf.size() && end - (h + 3) <= kMaxAuthority && !ends_authority(buf[end])) ++end;
-        if (end - (h + 3) > kMaxAuthority) continue;
-        if (end < buf.size() && (buf[end] == '&' || buf[end] == ';')) continue;  // escaped: not ours to judge
+        std::size_t end = a0;
+        // Fast path: the origin spelled the usual way, then a byte that ends an authority.
+        const std::size_t len = kind >= 0 ? urls_.exact_prefix(kind == 1, buf.substr(a0)) : 0;
+        end += len;
+        const std::size_t lim = std::min(buf.size(), a0 + kMaxAuthority + 1);
+        while (end < lim && !ends_authority(buf[end]) && !(json_ && buf[end] == '\\')) ++end;
+        if (end - a0 > kMaxAuthority) continue;
+        if (!json_ && end < buf.size() && (buf[end] == '&' || buf[end] == ';')) continue;  // escaped: not ours to judge
         if (end == buf.size() && !final) {
             keep = s;
             break;
         }
-        std::string_view scheme = buf.substr(s, h - s);
-        if (scheme.size() == 5 && lower(scheme[0]) != 'h') scheme.remove_prefix(1);  // "xhttp://"
-        if (!urls_.match(scheme, buf.substr(h + 3, end - h - 3))) continue;
+        const bool exact = len > 0 && end == a0 + len;
+        if (kind < 0 || (!exact && !urls_.match(scheme, buf.substr(a0, end - a0)))) continue;
         out.append(buf.substr(done, s - done));
-        out += urls_.escaped_base();
+        out += json_ ? urls_.json_base() : urls_.escaped_base();
         done = end;
         from = done;
         ++rewritten;
-        if (first_origin.empty()) first_origin = url_origin(buf.substr(s, end - s));
+        if (first_origin.empty())
+            first_origin = url_origin(std::string(scheme) + "://" + std::string(buf.substr(a0, end - a0)));
     }
-    // Hold back what may be the start of a URL cut by the chunk ("http", "://").
+    // Hold back what may be the start of a URL cut by the chunk ("https", ":\\/\\/").
+    constexpr std::size_t kTail = 11;
     std::size_t cut = buf.size();
-    if (!final) cut = keep != std::string_view::npos ? keep : std::max(done, buf.size() >= 7 ? buf.size() - 7 : std::size_t{0});
+    if (!final) cut = keep != std::string_view::npos ? keep : std::max(done, buf.size() >= kTail ? buf.size() - kTail : std::size_t{0});
     cut = std::max(cut, done);
     out.append(buf.substr(done, cut - done));
     std::string rest(buf.substr(cut));

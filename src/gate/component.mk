@@ -6,7 +6,7 @@ GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
 GATE_PURE     := cells cell_config cell_request settle text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
 # The capabilities rewrite (expat).
-GATE_PURE     += capabilities capabilities_doc capabilities_url capabilities_config capabilities_relay
+GATE_PURE     += capabilities capabilities_doc capabilities_url capabilities_config capabilities_relay capabilities_scan oapi_json
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))
@@ -58,13 +58,13 @@ clean-gate:
 
 # The capabilities rewrite as a filter (stdin -> stdout) for test/gate/capabilities.t.sh,
 # and its benchmark (bench/gate/capabilities_bench.cpp; see doc/capabilities.md).
-CAPS_OBJS := build/gate/capabilities.o build/gate/capabilities_doc.o build/gate/capabilities_url.o build/gate/text.o
+CAPS_OBJS := build/gate/capabilities.o build/gate/capabilities_doc.o build/gate/capabilities_url.o build/gate/capabilities_scan.o build/gate/oapi_json.o build/gate/text.o
 build/gate/capabilities_cli: test/gate/capabilities_cli.cpp $(CAPS_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
 build/gate/capabilities_bench: bench/gate/capabilities_bench.cpp $(CAPS_OBJS)
 	$(CXX) $(GATE_CXXFLAGS) -o $@ $^ -lexpat
 # libFuzzer target for the capabilities rewrite (test/gate/capabilities_fuzz.t.sh).
-CAPS_FUZZ_SRCS := test/gate/capabilities_fuzz.cpp src/gate/capabilities.cpp src/gate/capabilities_doc.cpp src/gate/capabilities_url.cpp src/gate/text.cpp
+CAPS_FUZZ_SRCS := test/gate/capabilities_fuzz.cpp src/gate/capabilities.cpp src/gate/capabilities_doc.cpp src/gate/capabilities_url.cpp src/gate/capabilities_scan.cpp src/gate/oapi_json.cpp src/gate/text.cpp
 build/fuzz/capabilities: $(CAPS_FUZZ_SRCS) $(wildcard src/gate/capabilities*.hpp)
 	@mkdir -p build/fuzz
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ $(CAPS_FUZZ_SRCS) -lexpat

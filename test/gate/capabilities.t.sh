@@ -29,6 +29,11 @@ if [ "${1:-}" = regen ]; then
     curl -fsS "${b}SERVICE=$svc&VERSION=$ver&REQUEST=GetCapabilities" >"$fx/mapserver-$name.xml"
   done
   curl -sS "${b}SERVICE=WMTS&VERSION=1.0.0&REQUEST=GetCapabilities" >"$fx/mapserver-wmts-error.html"
+  o="http://127.0.0.1:$MS/demo/ogcapi"
+  for s in "?f=json:landing" "/conformance?f=json:conformance" "/collections?f=json:collections" "/api?f=json:api" \
+           "/collections/pts/items?f=json&limit=3:items"; do
+    curl -fsS "$o${s%:*}" >"$fx/mapserver-oapi-${s##*:}.json"
+  done
   exit 0
 fi
 

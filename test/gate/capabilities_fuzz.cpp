@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gate/capabilities.hpp"
+#include "gate/oapi_json.hpp"
 
 using namespace ot::gate;
 
@@ -28,12 +29,54 @@ std::string run(const std::string& in, const CapabilityLimits& l, std::size_t cu
     return out;
 }
 
+std::string run_json(const std::string& in, const CapabilityLimits& l, std::size_t buffer, std::size_t cut,
+                     std::size_t chunk, RewriteReport* rep) {
+    OapiRewriter r(l, buffer);
+    std::string out;
+    std::size_t i = 0;
+    if (cut > 0 && cut < in.size()) {
+        r.feed(in.data(), cut, out);
+        i = cut;
+    }
+    for (; i < in.size(); i += chunk) r.feed(in.data() + i, std::min(chunk, in.size() - i), out);
+    r.finish(out);
+    if (rep) *rep = r.report();
+    return out;
+}
+
+// The OGC API JSON path: streamed and buffered, the output does not depend
+// on the chunking; what is not JSON, or has nothing to rewrite, is the input;
+// the map server's address never survives a streamed answer; a buffered
+// answer that was re-serialised is JSON.
+void json_invariants(const std::string& in, std::size_t cut, std::size_t chunk) {
+    CapabilityLimits l;
+    l.count_default = 100;
+    l.public_base = "https://gate.example/p\"q";
+    l.rewrite_origins = {"http://127.0.0.1:18900", "http://map"};
+    l.max_pending = 4096;
+    for (std::size_t buffer : {std::size_t{0}, std::size_t{256}, std::size_t{1} << 20}) {
+        RewriteReport a, b;
+        const std::string whole = run_json(in, l, buffer, 0, in.size() + 1, &a);
+        const std::string parts = run_json(in, l, buffer, cut, chunk, &b);
+        if (parts != whole) std::abort();  // chunking changed the output
+        if (a.passed_raw && whole != in) std::abort();
+        if (a.changes.empty() && a.urls_rewritten == 0 && whole != in) std::abort();
+        if (buffer == 0 && !a.passed_raw && whole.find("http://127.0.0.1:18900/") != std::string::npos &&
+            in.find("http://127.0.0.1:18900/") != std::string::npos && a.urls_rewritten == 0)
+            std::abort();
+        CapabilityLimits none;
+        none.max_pending = 4096;
+        if (run_json(in, none, buffer, cut, chunk, nullptr) != in) std::abort();
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2) return 0;
     const std::size_t cut = data[0] * 7u, chunk = 1 + data[1] % 64;
     const std::string in(reinterpret_cast<const char*>(data) + 2, size - 2);
+    json_invariants(in, cut, chunk);
     for (bool full : {false, true}) {
         CapabilityLimits l;
         l.max_width = l.max_height = 2048;
