@@ -10,20 +10,11 @@
 
 #include "gate/capabilities.hpp"
 #include "gate/capabilities_url.hpp"
+#include "fixture.hpp"
 
 using namespace ot::gate;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-    std::string dir = __FILE__;
-    dir = dir.substr(0, dir.rfind('/'));
-    std::ifstream f(dir + "/fixtures/capabilities/" + name, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    EXPECT_FALSE(ss.str().empty()) << name;
-    return ss.str();
-}
 
 CapabilityLimits limits() {
     CapabilityLimits l;

@@ -9,22 +9,13 @@
 #include <sstream>
 
 #include "gate/capabilities_url.hpp"
+#include "fixture.hpp"
 #include "gate/oapi_json.hpp"
 
 using namespace ot::gate;
 using nlohmann::json;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-    std::string dir = __FILE__;
-    dir = dir.substr(0, dir.rfind('/'));
-    std::ifstream f(dir + "/fixtures/capabilities/" + name, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    EXPECT_FALSE(ss.str().empty()) << name;
-    return ss.str();
-}
 
 CapabilityLimits limits() {
     CapabilityLimits l;
