@@ -8,12 +8,12 @@
 #     requests to a static nginx upstream, p50 and p99 of the redis gate less
 #     those of the in-process gate                            (<= 0.3 ms, <= 1 ms)
 # Knobs: ROUNDS (3), SECS per throughput run (3), LSECS per latency run (3),
-# CONNS (32), GATE_THREADS (2). Ports 19209-19218, 19220, 19221.
+# CONNS (32), GATE_THREADS (2). Ports 19300-19311 (clear of the test suites' 19000-19221).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-3} SECS=${SECS:-3} LSECS=${LSECS:-3} CONNS=${CONNS:-32} GATE_THREADS=${GATE_THREADS:-2}
-P_REDIS=19210 P_STATIC=19211 P_LREJ=19212 P_RREJ=19213 P_LPASS=19214 P_RPASS=19215 A0=19216 A1=19217 A2=19218 A3=19209
-P_NREJ=19220 A4=19221
+P_REDIS=19300 P_STATIC=19301 P_LREJ=19302 P_RREJ=19303 P_LPASS=19304 P_RPASS=19305 A0=19306 A1=19307 A2=19308 A3=19309
+P_NREJ=19310 A4=19311
 for b in nginx wrk curl redis-server redis-cli; do command -v "$b" >/dev/null || { echo "needs $b" >&2; exit 1; }; done
 [ -x "$root/bin/ogc-gate" ] || make -s -C "$root" bin/ogc-gate || exit 1
 . "$root/test/gate/lib/gate.sh"

@@ -39,6 +39,7 @@ const char* caps_doc_kind_name(CapsDocKind k) {
     case CapsDocKind::Wmts100: return "WMTS 1.0.0";
     case CapsDocKind::Wcs: return "WCS";
     case CapsDocKind::OapiJson: return "OGC API JSON";
+    case CapsDocKind::OapiHtml: return "OGC API HTML";
     case CapsDocKind::OpenApi: return "OpenAPI";
     default: return "unknown";
     }

@@ -63,7 +63,7 @@ struct CapabilityLimits {
 CapabilityLimits capability_limits(const Caps& caps, const std::string& public_base,
                                    const std::vector<std::string>& rewrite_origins);
 
-enum class CapsDocKind { Unknown, Wms111, Wms130, Wfs100, Wfs110, Wfs200, Wmts100, Wcs, OapiJson, OpenApi };
+enum class CapsDocKind { Unknown, Wms111, Wms130, Wfs100, Wfs110, Wfs200, Wmts100, Wcs, OapiJson, OapiHtml, OpenApi };
 const char* caps_doc_kind_name(CapsDocKind k);
 
 struct RewriteReport {

@@ -203,17 +203,20 @@ std::unique_ptr<CapsRelay> CapsRelay::start(const http::response_header<>& up, c
     const std::string ct = to_lower(sv(up[http::field::content_type]));
     const bool xml = ct.find("xml") != std::string::npos;
     const bool json = !xml && ct.find("json") != std::string::npos && oapi_answer(r);
-    // A 304 (no body) gets the ETag a 200 would have had; the rest must be XML or OGC API JSON.
-    if (!(status == 200 && (xml || json)) && !(status == 304 && r.op == Op::Other)) return nullptr;
+    const bool html = !xml && !json && ct.find("text/html") != std::string::npos && oapi_answer(r);
+    // A 304 (no body) gets the ETag a 200 would have had; the rest must be XML or OGC API JSON or HTML.
+    if (!(status == 200 && (xml || json || html)) && !(status == 304 && r.op == Op::Other)) return nullptr;
     if (xml && r.op != Op::Other && !c.capabilities.addresses_in_all_xml) return nullptr;
     std::unique_ptr<CapsRelay> cr(new CapsRelay());
     cr->public_base_ = caps_public_base(c, client, peer, &cr->forwarded_);
     CapabilityLimits l = limits_for(c, cr->public_base_);
     cr->etag_suffix_ = caps_etag_suffix(l, c.capabilities.addresses_in_all_xml);
     if (status != 200 || head) return cr;
+    if (json || html) for (auto& o : learnt_origins()) l.rewrite_origins.push_back(std::move(o));
     if (json) {
-        for (auto& o : learnt_origins()) l.rewrite_origins.push_back(std::move(o));
         cr->json_ = std::make_unique<OapiRewriter>(std::move(l), json_buffer_limit(r, ct));
+    } else if (html) {
+        cr->html_ = std::make_unique<OapiHtmlRewriter>(l);
     } else {
         cr->rw_ = std::make_unique<CapabilitiesRewriter>(std::move(l));
     }
@@ -241,6 +244,9 @@ const std::string& CapsRelay::rewrite(const char* data, std::size_t n, bool more
     if (json_) {
         json_->feed(data, n, out_);
         if (!more) json_->finish(out_);
+    } else if (html_) {
+        html_->feed(data, n, out_);
+        if (!more) html_->finish(out_);
     } else {
         rw_->feed(data, n, out_);
         if (!more) rw_->finish(out_);

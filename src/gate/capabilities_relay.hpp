@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gate/capabilities.hpp"
+#include "gate/oapi_html.hpp"
 #include "gate/oapi_json.hpp"
 #include "gate/config.hpp"
 #include "gate/net.hpp"
@@ -36,8 +37,8 @@ void caps_prepare_upstream(caps_http::request<caps_http::string_body>& up, const
 
 class CapsRelay {
 public:
-    // Null when the answer passes as it came (not XML or OGC API JSON,
-    // compressed, an error status, rewriting off…).
+    // Null when the answer passes as it came (not XML, nor OGC API JSON or
+    // HTML, compressed, an error status, rewriting off…).
     static std::unique_ptr<CapsRelay> start(const caps_http::response_header<>& up, const OgcRequest& r,
                                             const Config& c, const caps_http::fields& client, const IpAddr& peer,
                                             bool head);
@@ -45,15 +46,18 @@ public:
     // (and Content-MD5/Digest) when the body is rewritten, Vary. True when
     // the body's length is no longer known (send it chunked).
     bool adjust_headers(caps_http::response_header<>& m) const;
-    bool rewrites_body() const { return rw_ != nullptr || json_ != nullptr; }
+    bool rewrites_body() const { return rw_ != nullptr || json_ != nullptr || html_ != nullptr; }
     // Rewrites one upstream block; the result stays valid until the next call.
     const std::string& rewrite(const char* data, std::size_t n, bool more);
-    const RewriteReport* report() const { return rw_ ? &rw_->report() : json_ ? &json_->report() : nullptr; }
+    const RewriteReport* report() const {
+        return rw_ ? &rw_->report() : json_ ? &json_->report() : html_ ? &html_->report() : nullptr;
+    }
 
 private:
     CapsRelay() = default;
     std::unique_ptr<CapabilitiesRewriter> rw_;
     std::unique_ptr<OapiRewriter> json_;
+    std::unique_ptr<OapiHtmlRewriter> html_;
     std::string out_, public_base_, etag_suffix_;
     bool forwarded_ = false;
 };

@@ -6,7 +6,7 @@ GATE_SRCS     := $(filter-out src/gate/main.cpp,$(wildcard src/gate/*.cpp))
 # Pure parts (no sockets): what the unit tests and the fuzzer link.
 GATE_PURE     := cells cell_config cell_request settle text log_line http_head net kvp path canonical request request_path bodies config caps coverage pricing jwt identity ogc_error decision buckets coalescer concurrency upstream_pool inimage upstream_url access_log prom_text conn_limits metrics log_writer
 # The capabilities rewrite (expat).
-GATE_PURE     += capabilities capabilities_doc capabilities_url capabilities_config capabilities_relay capabilities_scan oapi_json
+GATE_PURE     += capabilities capabilities_doc capabilities_url capabilities_config capabilities_relay capabilities_scan oapi_json oapi_html
 GATE_PURE_SRCS := $(addprefix src/gate/,$(addsuffix .cpp,$(GATE_PURE)))
 GATE_OBJS     := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_SRCS))
 GATE_PURE_OBJS := $(patsubst src/gate/%.cpp,build/gate/%.o,$(GATE_PURE_SRCS))

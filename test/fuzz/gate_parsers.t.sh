@@ -4,15 +4,10 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 cd "$root" || exit 1
-secs=${FUZZ_SECONDS:-30}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-if make -s build/fuzz/gate_parsers >"$work/build.log" 2>&1; then ok "fuzz target builds (clang, -fsanitize=fuzzer,address,undefined)"
-else not_ok "fuzz target builds"; tail -20 "$work/build.log"; tap_exit; fi
+. "$root/test/lib/fuzz.sh"
+fuzz_build gate_parsers "request parsers"
 
 # Seeds: one of each request shape the parsers know.
-mkdir -p "$work/corpus"
 i=0
 for s in \
   '?SERVICE=WMS&REQUEST=GetMap&VERSION=1.3.0&WIDTH=256&HEIGHT=256&CRS=EPSG:4326&BBOX=0,0,1,1' \
@@ -33,11 +28,5 @@ printf '\000http://map.example:80/wms//' >"$work/corpus/upstream"
 printf '\000[::1]:8001' >"$work/corpus/listen6"
 printf '\000127.0.0.1:8000' >"$work/corpus/listen"
 
-build/fuzz/gate_parsers -artifact_prefix="$work/" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=1024 \
-  -print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1
-rc=$?
-runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$work/fuzz.log")
-if [ "$rc" = 0 ]; then ok "fuzzed the request parsers for ${secs}s without a crash (${runs:-?} runs)"
-else not_ok "fuzzer found a crash (rc $rc)"; grep -E "ERROR|SUMMARY|runtime error|#[0-9]+ 0x" "$work/fuzz.log" | head -30; for f in "$work"/crash-*; do [ -e "$f" ] && od -c "$f" | head -5; done; fi
-check "fuzzer actually executed inputs" [ "${runs:-0}" -gt 1000 ]
+fuzz_run gate_parsers 4096 "the request parsers: no crash"
 tap_exit

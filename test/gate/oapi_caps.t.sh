@@ -2,9 +2,10 @@
 # OGC API – Features through ogc-gate, against the real MapServer 8 (its
 # /demo/ogcapi answers, which name MapServer's own address as an unconfigured
 # map server behind the gate does): the OpenAPI document states the gate's
-# maximum limit, every JSON answer names the gate whatever the client's
-# spelling, bodies that are not JSON pass unchanged, and GDAL's OAPIF driver
-# reads the whole layer through the gate by following the rewritten next links.
+# maximum limit, every JSON and HTML answer names the gate whatever the
+# client's spelling, bodies that are not JSON pass the JSON rewriter
+# unchanged, and GDAL's OAPIF driver reads the whole layer through the gate by
+# following the rewritten next links.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/mapserver.sh"
@@ -100,6 +101,30 @@ check "/readyz shows the foreign address" grep -q "capabilities_foreign_origin: 
 curl -fsS -H 'Host: maps.example.org' "$G/collections?f=json" >host.json
 check "the public address follows Host" grep -q '"http://maps.example.org/demo/ogcapi/collections' host.json
 check "... and never MapServer's" leak host.json
+
+# --- HTML pages: a browser following their links stays at the gate -----------------
+html_links() {  # file: the number of href="http..." links, all of them the gate's
+  local all gate
+  all=$(grep -o 'href="http[^"]*"' "$1" | wc -l); gate=$(grep -o "href=\"$G[/?][^\"]*\"" "$1" | wc -l)
+  echo "# $1: $all links, $gate at the gate"
+  [ "$all" -gt 0 ] && [ "$all" = "$gate" ]
+}
+n=0
+while IFS='|' read -r what path hdr; do
+  n=$((n + 1))
+  if [ -n "$hdr" ]; then curl -sS -H "$hdr" "$G$path" >"h$n.html"; else curl -sS "$G$path" >"h$n.html"; fi
+  check "HTML $what: no MapServer address" leak "h$n.html"
+  check "HTML $what: every link is the gate's" html_links "h$n.html"
+done <<'EOF'
+landing page f=html|?f=html|
+landing page, a browser's Accept||Accept: text/html,application/xhtml+xml,*/*;q=0.8
+collections f=html|/collections?f=html|
+one collection f=html|/collections/pts?f=html|
+items f=html|/collections/pts/items?f=html&limit=5|
+items f=html, gzip asked|/collections/pts/items?f=html|Accept-Encoding: gzip
+EOF
+curl -fsS -H 'Host: maps.example.org' "$G?f=html" >host.html
+check "HTML: the public address follows Host" grep -q 'href="http://maps.example.org/demo/ogcapi/collections?f=html"' host.html
 
 # --- bodies that are not JSON, or not well-formed, pass unchanged -------------------
 opts=(--public "http://127.0.0.1:$FRONT" --origin "http://127.0.0.1:$MS" --count-default 100)
