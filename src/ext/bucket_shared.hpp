@@ -65,6 +65,13 @@ inline int64 to_ns(TimestampTz t) { return t * 1000; }
 // Raises the debt board's slot for hash to tat_ns if it is below.
 void publish_tat(uint32 hash, int64 tat_ns);
 
+// bucket_counters.cpp: this backend's slot (null before it has a PGPROC), and what goes in it.
+BackendCounters* my_counters();
+void init_counters();
+void count_spend(const core::SpendResult& r, double cost);
+// A charge (> 0) or a refund (< 0) settled outside a spend.
+void count_owed(double owed);
+
 // Persistence: load runs in the postmaster before any backend exists.
 void load_saved_buckets();
 void register_save_at_shutdown();

@@ -26,34 +26,12 @@ SharedTable bucket_table = {nullptr, nullptr, 0, nullptr, nullptr};
 
 namespace {
 
-constexpr double kMicros = 1e6;
-
 int slot_count() { return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts; }
 
 size_t header_size() {
     return add_size(offsetof(SharedHeader, slots), mul_size(slot_count(), sizeof(BackendCounters)));
 }
 
-BackendCounters* my_counters() {
-    if (MyProc == nullptr || MyProc->pgprocno < 0 || MyProc->pgprocno >= shared->nslots) return nullptr;
-    return &shared->slots[MyProc->pgprocno];
-}
-
-// Single writer per slot: a plain read-then-write is enough and avoids a locked instruction.
-void bump(pg_atomic_uint64* c, uint64 by) { pg_atomic_write_u64(c, pg_atomic_read_u64(c) + by); }
-
-void count(const core::SpendResult& r, double cost) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr) return;
-    switch (r.outcome) {
-        case core::SpendOutcome::Allowed:
-            bump(&c->spends, 1);
-            bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
-            break;
-        case core::SpendOutcome::Refused: bump(&c->refusals, 1); break;
-        case core::SpendOutcome::NeverFits: bump(&c->never_fits, 1); break;
-    }
-}
 
 void init_bucket(void* entry, TimestampTz now) {
     auto* e = static_cast<BucketEntry*>(entry);
@@ -157,19 +135,7 @@ void attach_shared_memory() {
         pg_atomic_init_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
         for (pg_atomic_uint64& slot : shared->board) pg_atomic_init_u64(&slot, 0);
         shared->nslots = slot_count();
-        for (int i = 0; i < shared->nslots; i++) {
-            BackendCounters* c = &shared->slots[i];
-            pg_atomic_init_u64(&c->spends, 0);
-            pg_atomic_init_u64(&c->refusals, 0);
-            pg_atomic_init_u64(&c->never_fits, 0);
-            pg_atomic_init_u64(&c->cost_micro, 0);
-            pg_atomic_init_u64(&c->statements_priced, 0);
-            pg_atomic_init_u64(&c->statements_delayed, 0);
-            pg_atomic_init_u64(&c->delay_us, 0);
-            pg_atomic_init_u64(&c->shadow_refusals, 0);
-            pg_atomic_init_u64(&c->measured_us, 0);
-            pg_atomic_init_u64(&c->cutoffs, 0);
-        }
+        init_counters();
     }
     HASHCTL info;
     info.keysize = sizeof(IdentityKey);
@@ -203,13 +169,6 @@ static int64 settle_owed(int64 tat_ns, TimestampTz now, double owed, core::Budge
     return tat_ns;
 }
 
-static void count_owed(double owed) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr || owed == 0) return;
-    const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
-    const uint64 delta = static_cast<uint64>(std::fabs(owed) * kMicros);
-    pg_atomic_write_u64(&c->cost_micro, owed > 0 ? charged + delta : (charged > delta ? charged - delta : 0));
-}
 
 void publish_tat(uint32 hash, int64 tat_ns) {
     pg_atomic_uint64* slot = &shared->board[hash & (kBoardSlots - 1)];
@@ -260,7 +219,7 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     LWLockRelease(lock);
     publish_tat(hash, tat);
 
-    count(r, cost);
+    count_spend(r, cost);
     count_owed(owed);
     return r;
 }
@@ -281,7 +240,7 @@ core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Bu
     LWLockRelease(lock);
     publish_tat(hash, tat);
 
-    count({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
+    count_spend({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
     count_owed(owed);
     return r;
 }
@@ -296,11 +255,7 @@ void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
         SpinLockRelease(&e->mutex);
     }
     LWLockRelease(lock);
-    if (BackendCounters* c = my_counters()) {
-        const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
-        const uint64 back = static_cast<uint64>(cost * kMicros);
-        pg_atomic_write_u64(&c->cost_micro, charged > back ? charged - back : 0);
-    }
+    count_owed(-cost);
 }
 
 void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
@@ -318,28 +273,9 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
     publish_tat(hash, tat);
-    if (BackendCounters* c = my_counters()) bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
+    count_owed(cost);
 }
 
-void count_hook_event(HookEvent ev, int64 delay_us) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr) return;
-    switch (ev) {
-        case HookEvent::Priced: bump(&c->statements_priced, 1); break;
-        case HookEvent::ShadowRefusal: bump(&c->shadow_refusals, 1); break;
-        case HookEvent::Delayed:
-            bump(&c->statements_delayed, 1);
-            bump(&c->delay_us, static_cast<uint64>(std::max<int64>(delay_us, 0)));
-            break;
-        case HookEvent::Cutoff: bump(&c->cutoffs, 1); break;
-    }
-}
-
-void count_measured(double ms) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr || !(ms > 0)) return;
-    bump(&c->measured_us, static_cast<uint64>(ms * 1000.0));
-}
 
 BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
     const TimestampTz now = GetCurrentTimestamp();
@@ -404,48 +340,5 @@ BucketView* bucket_snapshot(int64* count) {
     return out;
 }
 
-TableStats table_stats() {
-    TableStats s{};
-    for (int i = 0; i < shared->nslots; i++) {
-        BackendCounters* c = &shared->slots[i];
-        s.spends += static_cast<int64>(pg_atomic_read_u64(&c->spends));
-        s.refusals += static_cast<int64>(pg_atomic_read_u64(&c->refusals));
-        s.never_fits += static_cast<int64>(pg_atomic_read_u64(&c->never_fits));
-        s.cost_charged += static_cast<double>(pg_atomic_read_u64(&c->cost_micro)) / kMicros;
-        s.statements_priced += static_cast<int64>(pg_atomic_read_u64(&c->statements_priced));
-        s.statements_delayed += static_cast<int64>(pg_atomic_read_u64(&c->statements_delayed));
-        s.delay_seconds += static_cast<double>(pg_atomic_read_u64(&c->delay_us)) / kMicros;
-        s.shadow_refusals += static_cast<int64>(pg_atomic_read_u64(&c->shadow_refusals));
-        s.measured_ms += static_cast<double>(pg_atomic_read_u64(&c->measured_us)) / 1000.0;
-        s.cutoffs += static_cast<int64>(pg_atomic_read_u64(&c->cutoffs));
-    }
-    s.identities = hash_get_num_entries(buckets);
-    s.max_identities = setting_max_identities;
-    s.evicted_full = static_cast<int64>(pg_atomic_read_u64(&shared->evicted_full));
-    s.evicted_lossy = static_cast<int64>(pg_atomic_read_u64(&shared->evicted_lossy));
-    s.stats_reset = static_cast<TimestampTz>(pg_atomic_read_u64(&shared->stats_reset));
-    return s;
-}
-
-void table_stats_reset() {
-    // Counters are single-writer without locks; a backend bumping its counter at
-    // this very instant may write back its pre-reset value. Acceptable for stats.
-    for (int i = 0; i < shared->nslots; i++) {
-        BackendCounters* c = &shared->slots[i];
-        pg_atomic_write_u64(&c->spends, 0);
-        pg_atomic_write_u64(&c->refusals, 0);
-        pg_atomic_write_u64(&c->never_fits, 0);
-        pg_atomic_write_u64(&c->cost_micro, 0);
-        pg_atomic_write_u64(&c->statements_priced, 0);
-        pg_atomic_write_u64(&c->statements_delayed, 0);
-        pg_atomic_write_u64(&c->delay_us, 0);
-        pg_atomic_write_u64(&c->shadow_refusals, 0);
-        pg_atomic_write_u64(&c->measured_us, 0);
-        pg_atomic_write_u64(&c->cutoffs, 0);
-    }
-    pg_atomic_write_u64(&shared->evicted_full, 0);
-    pg_atomic_write_u64(&shared->evicted_lossy, 0);
-    pg_atomic_write_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
-}
 
 }  // namespace ot::ext
