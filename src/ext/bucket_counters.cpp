@@ -1,6 +1,7 @@
 // This backend's counters in the shared header (throttle_stats): one slot per
 // PGPROC, written only by its backend, summed by readers.
 #include "ext/bucket_shared.hpp"
+#include "ext/hot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -77,7 +78,7 @@ void count_hook_event(HookEvent ev, int64 delay_us) {
     }
 }
 
-void count_measured(double ms) {
+OT_HOT void count_measured(double ms) {
     BackendCounters* c = my_counters();
     if (c == nullptr || !(ms > 0)) return;
     bump(&c->measured_us, static_cast<uint64>(ms * 1000.0));

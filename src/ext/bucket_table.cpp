@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ext/bucket_shared.hpp"
+#include "ext/hot.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
@@ -179,7 +180,7 @@ void publish_tat(uint32 hash, int64 tat_ns) {
 
 // A backend admits one identity, statement after statement: its hash is
 // remembered (hashing the 64-byte key was a third of the quick admission).
-static uint32 identity_hash(const IdentityKey& key) {
+OT_HOT static uint32 identity_hash(const IdentityKey& key) {
     static IdentityKey last_key;
     static uint32 last_hash;
     static bool last_valid = false;
@@ -191,7 +192,7 @@ static uint32 identity_hash(const IdentityKey& key) {
     return last_hash;
 }
 
-bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
+OT_HOT bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
     const uint32 hash = identity_hash(key);
     const int64 bound = static_cast<int64>(pg_atomic_read_u64(&shared->board[hash & (kBoardSlots - 1)]));
     const int64 now = to_ns(GetCurrentTimestamp());
@@ -199,7 +200,14 @@ bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_l
         *tokens_left = b.capacity;
         return true;
     }
-    if (core::gcra_spend(bound, now, 0, b).outcome != core::SpendOutcome::Allowed) return false;
+    // gcra_spend(bound, now, 0, b) allows exactly this; the tolerance is kept per budget.
+    static core::Budget tau_of = {0.0, 0.0};
+    static int64 tau = 0;
+    if (b.capacity != tau_of.capacity || b.rate != tau_of.rate) {
+        tau = core::gcra_tolerance_ns(b);
+        tau_of = b;
+    }
+    if (bound - now > tau) return false;
     *tokens_left = core::gcra_tokens(bound, now, b);
     return true;
 }

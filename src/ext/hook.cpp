@@ -1,4 +1,5 @@
 #include "ext/hook.hpp"
+#include "ext/hot.hpp"
 
 #include <cmath>
 
@@ -88,7 +89,7 @@ struct Admitted {
 // Reject: spend or refuse. Delay: reserve, wait for the turn, or refuse when
 // the wait would be too long. p is null for a further pass of a cursor.
 // Statistics count priced statements, and every refusal or wait.
-Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
+OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
     // Nothing to charge and provably not in debt: no visit to the bucket
@@ -121,7 +122,7 @@ Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, co
 // debt and metered, as price_and_charge would, without building a pricing.
 // Nothing here throws or runs a query, so it needs neither guard() nor the
 // pricing flag; what may ereport holds no C++ object.
-void admit_unpriced(QueryDesc* qd, Mode mode) {
+OT_HOT void admit_unpriced(QueryDesc* qd, Mode mode) {
     const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
     if (mode == Mode::Log) {
@@ -175,7 +176,7 @@ void price_and_charge(QueryDesc* qd) {
 // After the executor's own start: the executor has checked the privileges
 // on every relation and function of the plan by then, so pricing never reads
 // the statistics of a table, or calls a function, that the user may not.
-void on_executor_start(QueryDesc* qd, int eflags) {
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     if (prev_executor_start)
         prev_executor_start(qd, eflags);
     else
@@ -198,7 +199,7 @@ void on_executor_start(QueryDesc* qd, int eflags) {
 
 }  // namespace
 
-core::Budget usable_budget() {
+OT_HOT core::Budget usable_budget() {
     const core::Budget b = current_budget();
     // The settings change seldom: the last budget found usable needs no second look.
     static core::Budget last_ok = {0.0, 0.0};
