@@ -51,6 +51,9 @@ struct SharedHeader {
     pg_atomic_uint64 evicted_full;
     pg_atomic_uint64 evicted_lossy;
     pg_atomic_uint64 stats_reset;  // a TimestampTz
+    // Bumped, under an exclusive partition lock, whenever a bucket is removed: an entry a backend
+    // remembered is still its key's while this has not moved (dynahash entries never move).
+    pg_atomic_uint64 removals;
     int nslots;
     BackendCounters slots[FLEXIBLE_ARRAY_MEMBER];
 };

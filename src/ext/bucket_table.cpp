@@ -63,6 +63,7 @@ void evict_buckets(SharedTable* t, TimestampTz now) {
     pg_atomic_fetch_add_u64(&shared->evicted_full, static_cast<uint64>(freed));
     const long lossy = evict_least_recent(*t, want - freed, last_request_of);
     pg_atomic_fetch_add_u64(&shared->evicted_lossy, static_cast<uint64>(lossy));
+    if (freed + lossy > 0) pg_atomic_fetch_add_u64(&shared->removals, 1);  // under every partition lock
 }
 
 // Under the entry's spinlock. A refused attempt still counts as use, so that
@@ -75,8 +76,32 @@ void record_attempt(BucketEntry* e, int64 new_tat, core::SpendOutcome outcome, c
     e->last_request = now;
 }
 
+// A backend visits one bucket, statement after statement: its entry is remembered, and
+// found again under the partition lock without the hash lookup while no bucket was removed.
+struct Remembered {
+    bool valid;
+    uint32 hash;
+    uint64 removals;
+    BucketEntry* entry;
+    IdentityKey key;
+};
+Remembered remembered = {};
+
+// Returns with the partition lock held in shared mode.
 BucketEntry* bucket_for(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
-    return static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
+    if (remembered.valid && remembered.hash == hash && same_identity(remembered.key, key)) {
+        *lock = partition_lock(bucket_table, hash);
+        LWLockAcquire(*lock, LW_SHARED);
+        if (pg_atomic_read_u64(&shared->removals) == remembered.removals) return remembered.entry;
+        LWLockRelease(*lock);
+    }
+    auto* e = static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
+    remembered.valid = true;
+    remembered.hash = hash;
+    remembered.removals = pg_atomic_read_u64(&shared->removals);  // under the lock: no removal in between
+    remembered.entry = e;
+    remembered.key = key;
+    return e;
 }
 
 // Budgets are stored as float to keep an entry small; shown with the float's
@@ -134,6 +159,7 @@ void attach_shared_memory() {
         pg_atomic_init_u64(&shared->evicted_full, 0);
         pg_atomic_init_u64(&shared->evicted_lossy, 0);
         pg_atomic_init_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
+        pg_atomic_init_u64(&shared->removals, 0);
         for (pg_atomic_uint64& slot : shared->board) pg_atomic_init_u64(&slot, 0);
         shared->nslots = slot_count();
         init_counters();
@@ -309,6 +335,7 @@ bool bucket_reset(const IdentityKey& key) {
     LWLockAcquire(lock, LW_EXCLUSIVE);
     bool found = false;
     hash_search_with_hash_value(buckets, &key, hash, HASH_REMOVE, &found);
+    if (found) pg_atomic_fetch_add_u64(&shared->removals, 1);
     LWLockRelease(lock);
     return found;
 }
@@ -322,6 +349,7 @@ int64 bucket_reset_all() {
         hash_search(buckets, &e->key, HASH_REMOVE, nullptr);
         removed++;
     }
+    if (removed > 0) pg_atomic_fetch_add_u64(&shared->removals, 1);
     unlock_all(bucket_table);
     return removed;
 }
