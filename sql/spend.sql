@@ -77,3 +77,17 @@ SELECT show_error($$SET ogc_throttle.capacity = 0$$);
 SELECT show_error($$SET ogc_throttle.rate = -1$$);
 RESET ogc_throttle.capacity;
 RESET ogc_throttle.rate;
+
+-- A backend remembers the bucket it spends from: after a reset (one bucket, or all) its next spend
+-- lands in the bucket the views show, not in the forgotten entry.
+SET ogc_throttle.capacity = 100;
+SET ogc_throttle.rate = 0.01;
+SELECT round(throttle_spend('gina', 30)::numeric, 2) AS gina_left;
+SELECT throttle_reset('gina') AS existed;
+SELECT round(throttle_spend('gina', 10)::numeric, 2) AS gina_left;
+SELECT round(tokens::numeric) AS tokens_after_reset_and_spend FROM throttle_peek('gina');
+SELECT throttle_reset_all() > 0 AS forgotten;
+SELECT round(throttle_spend('gina', 20)::numeric, 2) AS gina_left;
+SELECT round(tokens::numeric) AS tokens_after_reset_all_and_spend FROM throttle_peek('gina');
+RESET ogc_throttle.capacity;
+RESET ogc_throttle.rate;

@@ -36,6 +36,8 @@ double tokens_for(std::int64_t debt_ns, Budget b) noexcept {
 
 }  // namespace
 
+std::int64_t gcra_tolerance_ns(Budget b) noexcept { return tolerance_ns(b); }
+
 SpendResult gcra_spend(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {
     const std::int64_t base = std::max(tat_ns, now_ns);
     const std::int64_t debt = base - now_ns;

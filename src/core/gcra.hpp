@@ -45,6 +45,9 @@ struct ReserveResult {
 ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b,
                            std::int64_t max_wait_ns) noexcept;
 
+// The burst tolerance: a zero-cost spend is allowed while tat - now is at most this.
+std::int64_t gcra_tolerance_ns(Budget b) noexcept;
+
 // Gives back a charge that bought nothing (a waiter that was cancelled).
 std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
 

@@ -51,6 +51,9 @@ struct SharedHeader {
     pg_atomic_uint64 evicted_full;
     pg_atomic_uint64 evicted_lossy;
     pg_atomic_uint64 stats_reset;  // a TimestampTz
+    // Bumped, under an exclusive partition lock, whenever a bucket is removed: an entry a backend
+    // remembered is still its key's while this has not moved (dynahash entries never move).
+    pg_atomic_uint64 removals;
     int nslots;
     BackendCounters slots[FLEXIBLE_ARRAY_MEMBER];
 };
@@ -64,6 +67,13 @@ inline int64 to_ns(TimestampTz t) { return t * 1000; }
 
 // Raises the debt board's slot for hash to tat_ns if it is below.
 void publish_tat(uint32 hash, int64 tat_ns);
+
+// bucket_counters.cpp: this backend's slot (null before it has a PGPROC), and what goes in it.
+BackendCounters* my_counters();
+void init_counters();
+void count_spend(const core::SpendResult& r, double cost);
+// A charge (> 0) or a refund (< 0) settled outside a spend.
+void count_owed(double owed);
 
 // Persistence: load runs in the postmaster before any backend exists.
 void load_saved_buckets();

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ext/bucket_shared.hpp"
+#include "ext/hot.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
@@ -26,34 +27,12 @@ SharedTable bucket_table = {nullptr, nullptr, 0, nullptr, nullptr};
 
 namespace {
 
-constexpr double kMicros = 1e6;
-
 int slot_count() { return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts; }
 
 size_t header_size() {
     return add_size(offsetof(SharedHeader, slots), mul_size(slot_count(), sizeof(BackendCounters)));
 }
 
-BackendCounters* my_counters() {
-    if (MyProc == nullptr || MyProc->pgprocno < 0 || MyProc->pgprocno >= shared->nslots) return nullptr;
-    return &shared->slots[MyProc->pgprocno];
-}
-
-// Single writer per slot: a plain read-then-write is enough and avoids a locked instruction.
-void bump(pg_atomic_uint64* c, uint64 by) { pg_atomic_write_u64(c, pg_atomic_read_u64(c) + by); }
-
-void count(const core::SpendResult& r, double cost) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr) return;
-    switch (r.outcome) {
-        case core::SpendOutcome::Allowed:
-            bump(&c->spends, 1);
-            bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
-            break;
-        case core::SpendOutcome::Refused: bump(&c->refusals, 1); break;
-        case core::SpendOutcome::NeverFits: bump(&c->never_fits, 1); break;
-    }
-}
 
 void init_bucket(void* entry, TimestampTz now) {
     auto* e = static_cast<BucketEntry*>(entry);
@@ -84,6 +63,7 @@ void evict_buckets(SharedTable* t, TimestampTz now) {
     pg_atomic_fetch_add_u64(&shared->evicted_full, static_cast<uint64>(freed));
     const long lossy = evict_least_recent(*t, want - freed, last_request_of);
     pg_atomic_fetch_add_u64(&shared->evicted_lossy, static_cast<uint64>(lossy));
+    if (freed + lossy > 0) pg_atomic_fetch_add_u64(&shared->removals, 1);  // under every partition lock
 }
 
 // Under the entry's spinlock. A refused attempt still counts as use, so that
@@ -96,8 +76,32 @@ void record_attempt(BucketEntry* e, int64 new_tat, core::SpendOutcome outcome, c
     e->last_request = now;
 }
 
+// A backend visits one bucket, statement after statement: its entry is remembered, and
+// found again under the partition lock without the hash lookup while no bucket was removed.
+struct Remembered {
+    bool valid;
+    uint32 hash;
+    uint64 removals;
+    BucketEntry* entry;
+    IdentityKey key;
+};
+Remembered remembered = {};
+
+// Returns with the partition lock held in shared mode.
 BucketEntry* bucket_for(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
-    return static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
+    if (remembered.valid && remembered.hash == hash && same_identity(remembered.key, key)) {
+        *lock = partition_lock(bucket_table, hash);
+        LWLockAcquire(*lock, LW_SHARED);
+        if (pg_atomic_read_u64(&shared->removals) == remembered.removals) return remembered.entry;
+        LWLockRelease(*lock);
+    }
+    auto* e = static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
+    remembered.valid = true;
+    remembered.hash = hash;
+    remembered.removals = pg_atomic_read_u64(&shared->removals);  // under the lock: no removal in between
+    remembered.entry = e;
+    remembered.key = key;
+    return e;
 }
 
 // Budgets are stored as float to keep an entry small; shown with the float's
@@ -155,21 +159,10 @@ void attach_shared_memory() {
         pg_atomic_init_u64(&shared->evicted_full, 0);
         pg_atomic_init_u64(&shared->evicted_lossy, 0);
         pg_atomic_init_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
+        pg_atomic_init_u64(&shared->removals, 0);
         for (pg_atomic_uint64& slot : shared->board) pg_atomic_init_u64(&slot, 0);
         shared->nslots = slot_count();
-        for (int i = 0; i < shared->nslots; i++) {
-            BackendCounters* c = &shared->slots[i];
-            pg_atomic_init_u64(&c->spends, 0);
-            pg_atomic_init_u64(&c->refusals, 0);
-            pg_atomic_init_u64(&c->never_fits, 0);
-            pg_atomic_init_u64(&c->cost_micro, 0);
-            pg_atomic_init_u64(&c->statements_priced, 0);
-            pg_atomic_init_u64(&c->statements_delayed, 0);
-            pg_atomic_init_u64(&c->delay_us, 0);
-            pg_atomic_init_u64(&c->shadow_refusals, 0);
-            pg_atomic_init_u64(&c->measured_us, 0);
-            pg_atomic_init_u64(&c->cutoffs, 0);
-        }
+        init_counters();
     }
     HASHCTL info;
     info.keysize = sizeof(IdentityKey);
@@ -203,13 +196,6 @@ static int64 settle_owed(int64 tat_ns, TimestampTz now, double owed, core::Budge
     return tat_ns;
 }
 
-static void count_owed(double owed) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr || owed == 0) return;
-    const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
-    const uint64 delta = static_cast<uint64>(std::fabs(owed) * kMicros);
-    pg_atomic_write_u64(&c->cost_micro, owed > 0 ? charged + delta : (charged > delta ? charged - delta : 0));
-}
 
 void publish_tat(uint32 hash, int64 tat_ns) {
     pg_atomic_uint64* slot = &shared->board[hash & (kBoardSlots - 1)];
@@ -220,7 +206,7 @@ void publish_tat(uint32 hash, int64 tat_ns) {
 
 // A backend admits one identity, statement after statement: its hash is
 // remembered (hashing the 64-byte key was a third of the quick admission).
-static uint32 identity_hash(const IdentityKey& key) {
+OT_HOT static uint32 identity_hash(const IdentityKey& key) {
     static IdentityKey last_key;
     static uint32 last_hash;
     static bool last_valid = false;
@@ -232,7 +218,7 @@ static uint32 identity_hash(const IdentityKey& key) {
     return last_hash;
 }
 
-bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
+OT_HOT bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
     const uint32 hash = identity_hash(key);
     const int64 bound = static_cast<int64>(pg_atomic_read_u64(&shared->board[hash & (kBoardSlots - 1)]));
     const int64 now = to_ns(GetCurrentTimestamp());
@@ -240,7 +226,14 @@ bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_l
         *tokens_left = b.capacity;
         return true;
     }
-    if (core::gcra_spend(bound, now, 0, b).outcome != core::SpendOutcome::Allowed) return false;
+    // gcra_spend(bound, now, 0, b) allows exactly this; the tolerance is kept per budget.
+    static core::Budget tau_of = {0.0, 0.0};
+    static int64 tau = 0;
+    if (b.capacity != tau_of.capacity || b.rate != tau_of.rate) {
+        tau = core::gcra_tolerance_ns(b);
+        tau_of = b;
+    }
+    if (bound - now > tau) return false;
     *tokens_left = core::gcra_tokens(bound, now, b);
     return true;
 }
@@ -260,7 +253,7 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     LWLockRelease(lock);
     publish_tat(hash, tat);
 
-    count(r, cost);
+    count_spend(r, cost);
     count_owed(owed);
     return r;
 }
@@ -281,7 +274,7 @@ core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Bu
     LWLockRelease(lock);
     publish_tat(hash, tat);
 
-    count({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
+    count_spend({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
     count_owed(owed);
     return r;
 }
@@ -296,11 +289,7 @@ void bucket_refund(const IdentityKey& key, double cost, core::Budget b) {
         SpinLockRelease(&e->mutex);
     }
     LWLockRelease(lock);
-    if (BackendCounters* c = my_counters()) {
-        const uint64 charged = pg_atomic_read_u64(&c->cost_micro);
-        const uint64 back = static_cast<uint64>(cost * kMicros);
-        pg_atomic_write_u64(&c->cost_micro, charged > back ? charged - back : 0);
-    }
+    count_owed(-cost);
 }
 
 void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
@@ -318,28 +307,9 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
     publish_tat(hash, tat);
-    if (BackendCounters* c = my_counters()) bump(&c->cost_micro, static_cast<uint64>(cost * kMicros));
+    count_owed(cost);
 }
 
-void count_hook_event(HookEvent ev, int64 delay_us) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr) return;
-    switch (ev) {
-        case HookEvent::Priced: bump(&c->statements_priced, 1); break;
-        case HookEvent::ShadowRefusal: bump(&c->shadow_refusals, 1); break;
-        case HookEvent::Delayed:
-            bump(&c->statements_delayed, 1);
-            bump(&c->delay_us, static_cast<uint64>(std::max<int64>(delay_us, 0)));
-            break;
-        case HookEvent::Cutoff: bump(&c->cutoffs, 1); break;
-    }
-}
-
-void count_measured(double ms) {
-    BackendCounters* c = my_counters();
-    if (c == nullptr || !(ms > 0)) return;
-    bump(&c->measured_us, static_cast<uint64>(ms * 1000.0));
-}
 
 BucketView bucket_peek(const IdentityKey& key, core::Budget b) {
     const TimestampTz now = GetCurrentTimestamp();
@@ -365,6 +335,7 @@ bool bucket_reset(const IdentityKey& key) {
     LWLockAcquire(lock, LW_EXCLUSIVE);
     bool found = false;
     hash_search_with_hash_value(buckets, &key, hash, HASH_REMOVE, &found);
+    if (found) pg_atomic_fetch_add_u64(&shared->removals, 1);
     LWLockRelease(lock);
     return found;
 }
@@ -378,6 +349,7 @@ int64 bucket_reset_all() {
         hash_search(buckets, &e->key, HASH_REMOVE, nullptr);
         removed++;
     }
+    if (removed > 0) pg_atomic_fetch_add_u64(&shared->removals, 1);
     unlock_all(bucket_table);
     return removed;
 }
@@ -404,48 +376,5 @@ BucketView* bucket_snapshot(int64* count) {
     return out;
 }
 
-TableStats table_stats() {
-    TableStats s{};
-    for (int i = 0; i < shared->nslots; i++) {
-        BackendCounters* c = &shared->slots[i];
-        s.spends += static_cast<int64>(pg_atomic_read_u64(&c->spends));
-        s.refusals += static_cast<int64>(pg_atomic_read_u64(&c->refusals));
-        s.never_fits += static_cast<int64>(pg_atomic_read_u64(&c->never_fits));
-        s.cost_charged += static_cast<double>(pg_atomic_read_u64(&c->cost_micro)) / kMicros;
-        s.statements_priced += static_cast<int64>(pg_atomic_read_u64(&c->statements_priced));
-        s.statements_delayed += static_cast<int64>(pg_atomic_read_u64(&c->statements_delayed));
-        s.delay_seconds += static_cast<double>(pg_atomic_read_u64(&c->delay_us)) / kMicros;
-        s.shadow_refusals += static_cast<int64>(pg_atomic_read_u64(&c->shadow_refusals));
-        s.measured_ms += static_cast<double>(pg_atomic_read_u64(&c->measured_us)) / 1000.0;
-        s.cutoffs += static_cast<int64>(pg_atomic_read_u64(&c->cutoffs));
-    }
-    s.identities = hash_get_num_entries(buckets);
-    s.max_identities = setting_max_identities;
-    s.evicted_full = static_cast<int64>(pg_atomic_read_u64(&shared->evicted_full));
-    s.evicted_lossy = static_cast<int64>(pg_atomic_read_u64(&shared->evicted_lossy));
-    s.stats_reset = static_cast<TimestampTz>(pg_atomic_read_u64(&shared->stats_reset));
-    return s;
-}
-
-void table_stats_reset() {
-    // Counters are single-writer without locks; a backend bumping its counter at
-    // this very instant may write back its pre-reset value. Acceptable for stats.
-    for (int i = 0; i < shared->nslots; i++) {
-        BackendCounters* c = &shared->slots[i];
-        pg_atomic_write_u64(&c->spends, 0);
-        pg_atomic_write_u64(&c->refusals, 0);
-        pg_atomic_write_u64(&c->never_fits, 0);
-        pg_atomic_write_u64(&c->cost_micro, 0);
-        pg_atomic_write_u64(&c->statements_priced, 0);
-        pg_atomic_write_u64(&c->statements_delayed, 0);
-        pg_atomic_write_u64(&c->delay_us, 0);
-        pg_atomic_write_u64(&c->shadow_refusals, 0);
-        pg_atomic_write_u64(&c->measured_us, 0);
-        pg_atomic_write_u64(&c->cutoffs, 0);
-    }
-    pg_atomic_write_u64(&shared->evicted_full, 0);
-    pg_atomic_write_u64(&shared->evicted_lossy, 0);
-    pg_atomic_write_u64(&shared->stats_reset, static_cast<uint64>(GetCurrentTimestamp()));
-}
 
 }  // namespace ot::ext

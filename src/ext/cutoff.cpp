@@ -1,4 +1,5 @@
 #include "ext/execution.hpp"
+#include "ext/hot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -81,11 +82,11 @@ void on_cutoff_timeout() {
 
 // The leader's timer watches wall time while each planned parallel worker
 // spends the same budget as fast: the budget runs out that many times sooner.
-double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
+OT_HOT double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
 
 // How long a pass may run: what the bucket held (tokens left plus the unused
 // deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
-double pass_allowance_ms(const Execution& e) {
+OT_HOT double pass_allowance_ms(const Execution& e) {
     const int grace = cutoff_grace_ms();
     if (grace < 0 || e.mode == Mode::Log) return -1;
     const double n = spenders(e);
@@ -98,7 +99,7 @@ double pass_allowance_ms(const Execution& e) {
 
 }  // namespace
 
-int planned_workers(const PlannedStmt* stmt) {
+OT_HOT int planned_workers(const PlannedStmt* stmt) {
     if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
     int n = plan_workers(stmt->planTree);
     const ListCell* lc;
@@ -106,7 +107,7 @@ int planned_workers(const PlannedStmt* stmt) {
     return n;
 }
 
-void arm_cutoff(Execution* e) {
+OT_HOT void arm_cutoff(Execution* e) {
     cutoff_fired = 0;
     e->allowed_ms = pass_allowance_ms(*e);
     if (e->allowed_ms < 0) {
@@ -125,7 +126,7 @@ void arm_cutoff(Execution* e) {
     timer_due_ns = deadline;
 }
 
-void disarm_cutoff(bool completed) {
+OT_HOT void disarm_cutoff(bool completed) {
     pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
     if (!cutoff_fired) return;
     // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.

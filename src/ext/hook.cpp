@@ -1,4 +1,5 @@
 #include "ext/hook.hpp"
+#include "ext/hot.hpp"
 
 #include <cmath>
 
@@ -28,7 +29,7 @@ ExecutorStart_hook_type prev_executor_start = nullptr;
 bool pricing = false;  // price_and_charge is on the stack
 SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started in
 
-[[noreturn]] void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
+[[noreturn]] __attribute__((cold)) void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
                          double retry_after_s, bool waited_too_long, double cost) {
     const char* why = p.ncalls > 0 ? describe_pricing(p) : "no priced call; the bucket is in debt from measured time";
     if (outcome == core::SpendOutcome::NeverFits)
@@ -57,7 +58,7 @@ SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started
 // Sleeps until the reserved turn. Interruptible (statement_timeout,
 // pg_cancel_backend, postmaster death); a waiter interrupted before its turn
 // gives its reservation back. No C++ object lives in this frame.
-void wait_for_turn(const IdentityKey& id, double cost, core::Budget b, int64 wait_us) {
+__attribute__((cold)) void wait_for_turn(const IdentityKey& id, double cost, core::Budget b, int64 wait_us) {
     const TimestampTz deadline = GetCurrentTimestamp() + wait_us;
     PG_TRY();
     {
@@ -88,7 +89,7 @@ struct Admitted {
 // Reject: spend or refuse. Delay: reserve, wait for the turn, or refuse when
 // the wait would be too long. p is null for a further pass of a cursor.
 // Statistics count priced statements, and every refusal or wait.
-Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
+OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
     // Nothing to charge and provably not in debt: no visit to the bucket
@@ -116,12 +117,33 @@ Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, co
     return {cost, 0.0};
 }
 
+// A statement that calls no extension function (the plan's invalidation
+// items say so) has nothing to price: it is admitted against its bucket's
+// debt and metered, as price_and_charge would, without building a pricing.
+// Nothing here throws or runs a query, so it needs neither guard() nor the
+// pricing flag; what may ereport holds no C++ object.
+OT_HOT void admit_unpriced(QueryDesc* qd, Mode mode) {
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    if (mode == Mode::Log) {
+        metering_admitted(qd, id, b, mode, 0.0, 0.0, b.capacity, nullptr);
+        return;
+    }
+    if (metering_nested()) return;  // on the outer statement's clock
+    if (!true_up_enabled()) {
+        metering_admitted(qd, id, b, mode, 0.0, 0.0, HUGE_VAL, nullptr);  // free: never cut off
+        return;
+    }
+    const Admitted a = admit(id, b, mode, 0.0, nullptr);
+    metering_admitted(qd, id, b, mode, 0.0, a.deposit, a.tokens_left, nullptr);
+}
+
 void price_and_charge(QueryDesc* qd) {
     const Mode mode = current_mode();
     const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
     const double cost = p.ncalls > 0 ? p.price.total : 0.0;
     if (p.ncalls > 0) count_hook_event(HookEvent::Priced);
-    const IdentityKey id = own_identity();
+    const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
 
     if (mode == Mode::Log) {
@@ -154,16 +176,18 @@ void price_and_charge(QueryDesc* qd) {
 // After the executor's own start: the executor has checked the privileges
 // on every relation and function of the plan by then, so pricing never reads
 // the statistics of a table, or calls a function, that the user may not.
-void on_executor_start(QueryDesc* qd, int eflags) {
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     if (prev_executor_start)
         prev_executor_start(qd, eflags);
     else
         standard_ExecutorStart(qd, eflags);
     // Parallel workers run a fragment of a statement the leader already paid
     // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
-    if (current_mode() == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
+    const Mode mode = current_mode();
+    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
         !shared_memory_ready())
         return;
+    if (!calls_extension_functions(qd->plannedstmt)) return admit_unpriced(qd, mode);
     // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
     // included, aborts the subtransaction it started in, and pricing_aborted
     // clears the flag.
@@ -175,7 +199,7 @@ void on_executor_start(QueryDesc* qd, int eflags) {
 
 }  // namespace
 
-core::Budget usable_budget() {
+OT_HOT core::Budget usable_budget() {
     const core::Budget b = current_budget();
     // The settings change seldom: the last budget found usable needs no second look.
     static core::Budget last_ok = {0.0, 0.0};

@@ -1,4 +1,5 @@
 #include "ext/metering.hpp"
+#include "ext/hot.hpp"
 
 #include "ext/execution.hpp"
 
@@ -52,16 +53,16 @@ bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 bool top_open = false;  // an unguarded top-level pass is on the stack
 SubTransactionId top_subid = InvalidSubTransactionId;
 
-Execution* find_open(QueryDesc* qd) {
+OT_HOT Execution* find_open(QueryDesc* qd) {
     for (int i = 0; i < open_high; i++)
         if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
     return nullptr;
 }
 
-bool charges(const Execution& e) { return e.mode != Mode::Log && true_up_enabled(); }
+OT_HOT bool charges(const Execution& e) { return e.mode != Mode::Log && true_up_enabled(); }
 
 // Measured time first consumes the deposit; the rest is charged.
-void settle_pass(Execution* e, double ms) {
+OT_HOT void settle_pass(Execution* e, double ms) {
     e->measured += ms;
     count_measured(ms);
     const double consumed = std::min(e->deposit, ms);
@@ -77,7 +78,7 @@ void settle_pass(Execution* e, double ms) {
 // The statement is over: what is left of the deposit was not used. Only a
 // statement that completed is a calibration sample (an error or a cut-off
 // leaves its time unknown).
-void finish(Execution* e, bool completed) {
+OT_HOT void finish(Execution* e, bool completed) {
     if (completed && e->priced && !e->cutoff && e->measured > 0)
         refit_due |= sample_record(e->features, e->measured);
     if (e->deposit > 0 && charges(*e)) {
@@ -97,7 +98,7 @@ void finish(Execution* e, bool completed) {
 
 enum class Pass { Run, Finish };
 
-void call_prev(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+OT_HOT void call_prev(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (pass == Pass::Run) {
         if (prev_run)
             prev_run(qd, dir, count, once);
@@ -136,7 +137,7 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
 
 // ---- a pass of an admitted statement: start, normal end, error ------------
 
-void pass_begin(Execution* e, ErrorContextCallback* cb) {
+OT_HOT void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     arm_cutoff(e);
     running = e;
@@ -147,7 +148,7 @@ void pass_begin(Execution* e, ErrorContextCallback* cb) {
     error_context_stack = cb;
 }
 
-void pass_end(Execution* e, ErrorContextCallback* cb) {
+OT_HOT void pass_end(Execution* e, ErrorContextCallback* cb) {
     error_context_stack = cb->previous;
     disarm_cutoff(true);
     running = nullptr;
@@ -167,7 +168,7 @@ void pass_failed(Execution* e) {
 }
 
 // A top-level pass of e (null: a pass nobody meters), unguarded.
-void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     top_subid = GetCurrentSubTransactionId();
     top_open = true;
     if (e == nullptr) {
@@ -195,7 +196,7 @@ void top_level_aborted(SubTransactionId from) {
     if (proc_exit_inprogress) flush_settlements();  // the exit's own flush may have run already
 }
 
-void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (run_depth == 0) {
         Execution* e = find_open(qd);
         if (e == nullptr && IsParallelWorker() && current_mode() != Mode::Off && shared_memory_ready())
@@ -205,18 +206,18 @@ void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool on
     unmetered(pass, qd, dir, count, once);
 }
 
-void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) { dispatch(Pass::Run, qd, dir, count, once); }
+OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) { dispatch(Pass::Run, qd, dir, count, once); }
 
 // A SELECT without data-modifying CTEs has no AFTER triggers: its finish
 // does nothing worth a clock, and runs no statement that a depth would place.
-void on_finish(QueryDesc* qd) {
+OT_HOT void on_finish(QueryDesc* qd) {
     if (qd->operation == CMD_SELECT && !qd->plannedstmt->hasModifyingCTE)
         call_prev(Pass::Finish, qd, NoMovementScanDirection, 0, false);
     else
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
 
-void on_end(QueryDesc* qd) {
+OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0)
         if (Execution* e = find_open(qd)) finish(e, e->ran);
     if (prev_end)
@@ -240,7 +241,7 @@ void finish_from(SubTransactionId from) {
             finish(&open_execs[i], false);
 }
 
-void on_xact(XactEvent event, void*) {
+OT_HOT void on_xact(XactEvent event, void*) {
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
@@ -282,11 +283,11 @@ void meter_pass(Execution* e, void (*body)(void*), void* arg) {
 
 void close_execution(Execution* e, bool completed) { finish(e, completed); }
 
-bool metering_idle() { return running == nullptr && run_depth == 0; }
+OT_HOT bool metering_idle() { return running == nullptr && run_depth == 0; }
 
-bool metering_nested() { return running != nullptr; }
+OT_HOT bool metering_nested() { return running != nullptr; }
 
-Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
+OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                           double deposit, double tokens_left, const core::PlanFeatures* features, int workers) {
     Execution* e = nullptr;
     for (int i = 0; i < kMaxOpen && e == nullptr; i++)
@@ -318,7 +319,7 @@ Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, 
     return e;
 }
 
-void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
+OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features) {
     if (running != nullptr) {
         // Inside a metered pass, whose clock covers this statement's work.

@@ -20,6 +20,10 @@ struct StatementPricing {
     core::StatementPrice price;
 };
 
+// Whether the plan calls any non-built-in function (operators' and
+// aggregates' included): without one there is nothing to price.
+bool calls_extension_functions(const PlannedStmt* stmt);
+
 // Next to free for statements that call no extension function (the plan's
 // invalidation items say so); one walk, no allocation, for the rest.
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params);

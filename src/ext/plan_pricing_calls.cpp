@@ -108,7 +108,7 @@ double rows_met(Walk* w, Node* column, Node* search, Datum search_geometry, cons
     AttrNumber attnum;
     if (!base_column(w, column, &relid, &attnum)) return -1;
     // The column's density grid first: the number the plan-wide scan uses too.
-    const double grid = density_grid_rows(relid, attnum, box.xmin, box.ymin, box.xmax, box.ymax);
+    const double grid = grid_rows(w, relid, attnum, box.xmin, box.ymin, box.xmax, box.ymax);
     if (grid >= 0) {
         *source = core::RowsSource::Grid;
         return grid;

@@ -72,6 +72,8 @@ bool param_walker(Node* node, void*) {
     return expression_tree_walker(node, as_walker(param_walker), nullptr);
 }
 
+bool evaluate(Walk* w, Node* e, Datum* out);
+
 // Evaluates a Var-free, non-volatile expression with this execution's
 // parameters; the result lives in w->eval_cxt.
 bool eval(Walk* w, Node* e, Datum* out) {
@@ -80,6 +82,18 @@ bool eval(Walk* w, Node* e, Datum* out) {
         *out = c->constvalue;
         return !c->constisnull;
     }
+    // The call walk and the scan walk read the same argument: evaluated once.
+    for (int i = 0, n = std::min(w->neval, kWalkMemo); i < n; i++)
+        if (w->evals[i].expr == e) {
+            *out = w->evals[i].value;
+            return w->evals[i].ok;
+        }
+    const bool ok = evaluate(w, e, out);
+    w->evals[w->neval++ % kWalkMemo] = {e, ok ? *out : 0, ok};
+    return ok;
+}
+
+bool evaluate(Walk* w, Node* e, Datum* out) {
     if (!evaluable(e, w)) return false;
     MemoryContext old = MemoryContextSwitchTo(walk_context(w));
     bool direct_null = false;

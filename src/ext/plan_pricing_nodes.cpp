@@ -58,6 +58,21 @@ void add_function_work(PlanCtx* c, Plan* p, const ExprFacts& tf, const ExprFacts
 
 }  // namespace
 
+// The grid's count is a pure function of the grid and the box; the grid cannot
+// change under one statement's pricing.
+double grid_rows(Walk* w, Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax) {
+    const int known = std::min(w->ngrid, kWalkMemo);
+    for (int i = 0; i < known; i++) {
+        const GridAnswer& a = w->grid[i];
+        if (a.relid == relid && a.attnum == attnum && a.box[0] == xmin && a.box[1] == ymin && a.box[2] == xmax &&
+            a.box[3] == ymax)
+            return a.rows;
+    }
+    const double rows = density_grid_rows(relid, attnum, xmin, ymin, xmax, ymax);
+    w->grid[w->ngrid++ % kWalkMemo] = {relid, attnum, {xmin, ymin, xmax, ymax}, rows};
+    return rows;
+}
+
 double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
     if (p == nullptr) return 0;
     check_stack_depth();

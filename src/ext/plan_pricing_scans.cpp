@@ -112,8 +112,8 @@ double visit_index_scan(PlanCtx* c, Plan* p, double loops, double cap, double pa
         // region searched (its own box, else the outer side's), as the outer rows tile it.
         const GisBox* region = found ? &s.box : c->have_join_box ? &c->join_box : nullptr;
         if (region != nullptr) {
-            const double total = density_grid_rows(relid, join_att, region->xmin, region->ymin, region->xmax,
-                                                   region->ymax);
+            const double total =
+                grid_rows(c->w, relid, join_att, region->xmin, region->ymin, region->xmax, region->ymax);
             if (total >= 0) rows = std::max(1.0, total / std::max(1.0, loops));
         }
         // Large boxes probed by small ones (districts by points): each probe meets the rows

@@ -286,7 +286,7 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis,
     if (source == nullptr) source = &ignored;
     *source = core::RowsSource::Grid;
     if (s.box.xmax < s.box.xmin) return 0;
-    const double g = density_grid_rows(relid, s.attnum, s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax);
+    const double g = grid_rows(c->w, relid, s.attnum, s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax);
     if (g >= 0) return g;
     if (may_ask_postgis && !s.geography && s.geometry != 0) {
         // For a parameter the call walk asked PostGIS already for the same box (ST_DWithin's, a &&

@@ -21,6 +21,22 @@ extern "C" {
 
 namespace ot::ext::plan {
 
+// Answers the walk asks for more than once: a call's rows and its scan's rows
+// read are the same density-grid box, and the same argument expression is
+// read by the call walk and the scan walk. Kept for one statement's pricing.
+struct GridAnswer {
+    Oid relid;
+    AttrNumber attnum;
+    double box[4];
+    double rows;
+};
+struct EvalAnswer {
+    Node* expr;
+    Datum value;
+    bool ok;
+};
+constexpr int kWalkMemo = 4;
+
 struct Walk {
     ParamListInfo params;
     List* rtable;
@@ -35,7 +51,13 @@ struct Walk {
     double plan_rows;            // the planner's row estimate for the node being walked
     bool saw_postgis;            // a recognised PostGIS function or operator appears in the plan
     bool saw_costly_function;    // ... or a non-built-in function declared dearer than an operator
+    int ngrid, neval;            // answers kept (round robin past kWalkMemo)
+    GridAnswer grid[kWalkMemo];
+    EvalAnswer evals[kWalkMemo];
 };
+
+// density_grid_rows, asked once per distinct box of a walk.
+double grid_rows(Walk* w, Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
 
 // PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
 // through void (*)() is the sanctioned generic function-pointer cast.

@@ -1,4 +1,5 @@
 #include "ext/settlement.hpp"
+#include "ext/hot.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -63,7 +64,7 @@ void flush_at_exit_once() {
 
 }  // namespace
 
-void owe(const IdentityKey& id, core::Budget b, double amount) {
+OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount) {
     if (amount == 0) return;
     if (pending.any && (!same_id(pending.id, id) || pending.budget.capacity != b.capacity ||
                         pending.budget.rate != b.rate))
@@ -79,7 +80,7 @@ void owe(const IdentityKey& id, core::Budget b, double amount) {
     if (std::fabs(pending.owed) >= kFlushMs) flush_owed();
 }
 
-void note_stats(const IdentityKey& id, double charge, double measured) {
+OT_HOT void note_stats(const IdentityKey& id, double charge, double measured) {
     if (pending.stats_any && !same_id(pending.stats_id, id)) flush_stats();
     flush_at_exit_once();
     if (!pending.stats_any) {
@@ -98,7 +99,7 @@ void flush_settlements() {
     flush_stats();
 }
 
-double take_owed(const IdentityKey& id, core::Budget b) {
+OT_HOT double take_owed(const IdentityKey& id, core::Budget b) {
     if (!pending.any) return 0;
     if (!same_id(pending.id, id) || pending.budget.capacity != b.capacity || pending.budget.rate != b.rate) {
         flush_owed();

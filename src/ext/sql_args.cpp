@@ -40,8 +40,12 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
     return make_identity_key(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
-IdentityKey own_identity() {
-    if (const char* id = identity_override()) return make_identity_key(id, std::strlen(id));
+const IdentityKey& own_identity() {
+    if (const char* id = identity_override()) {
+        static IdentityKey chosen;
+        chosen = make_identity_key(id, std::strlen(id));
+        return chosen;
+    }
     // The login role: SET ROLE to a group role does not open a second budget.
     // Its name is looked up once per session authorization, not per statement
     // (a role renamed meanwhile keeps paying under its old name until then).

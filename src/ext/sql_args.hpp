@@ -16,8 +16,9 @@ int64 arg_int64(FunctionCallInfo fcinfo, int n, const char* name);
 IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // The caller's own identity: ogc_throttle.identity when a trusted role set it,
 // else the session's login role (not a role taken with SET ROLE, nor a
-// SECURITY DEFINER owner).
-IdentityKey own_identity();
+// SECURITY DEFINER owner). A backend-local key, valid until the next call:
+// every statement asks, so it is not copied on the way.
+const IdentityKey& own_identity();
 
 // One row of the buckets shape (throttle_peek, throttle_buckets).
 HeapTuple bucket_row(TupleDesc desc, const BucketView& v);

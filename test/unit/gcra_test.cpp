@@ -272,3 +272,14 @@ TEST(GcraDebt, HugeChargesStayRepresentable) {
     EXPECT_EQ(gcra_spend(tat, kT0, 0, b).outcome, SpendOutcome::Refused);
     EXPECT_EQ(gcra_charge(kT0, kT0, 0, b), kT0);
 }
+
+// The pricing hook's quick admission tests a debt board's TAT against the tolerance alone: it must
+// be exactly where a zero-cost spend stops being allowed.
+TEST(GcraTolerance, IsTheEdgeOfAZeroCostSpend) {
+    for (const Budget b : {Budget{100, 10}, Budget{1e9, 500}, Budget{0.001, 1e9}, Budget{1e6, 0.01}}) {
+        const std::int64_t tol = gcra_tolerance_ns(b);
+        EXPECT_GE(tol, 0);
+        EXPECT_EQ(gcra_spend(kT0 + tol, kT0, 0, b).outcome, SpendOutcome::Allowed) << b.capacity << "/" << b.rate;
+        EXPECT_EQ(gcra_spend(kT0 + tol + 1, kT0, 0, b).outcome, SpendOutcome::Refused) << b.capacity << "/" << b.rate;
+    }
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Share of the backends' time spent in the hook's own code, under pgbench: perf samples (cpu-clock)
+# of the two backends of a `pgbench -M prepared -c 2` run, each sample charged to the hook when, walking
+# its call chain from the leaf, a frame of ogc_throttle.so comes before any standard_Executor*,
+# standard_planner or standard_ProcessUtility frame (the work the hook wraps is not its own).
+# A ratio within one process: far steadier on a loaded machine than tps, and, unlike callgrind, it
+# sees what the hook's code costs out of cache. Indirect costs (PostgreSQL's own code evicted by the
+# hook's) are not in it. Needs perf (no hardware counters needed) and python3.
+# Knobs: SECS (6) per workload, ROUNDS (2), LIB (an ogc_throttle.so to preload instead of the installed
+# one: LIB=a.so,b.so alternates builds within each round), NPOINTS (200000).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$root/test/lib/pg.sh"
+SECS=${SECS:-6}
+ROUNDS=${ROUNDS:-2}
+NPOINTS=${NPOINTS:-200000}
+PORT=${PORT:-56404}
+PGBENCH=/usr/lib/postgresql/15/bin/pgbench
+[ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
+command -v perf >/dev/null || { echo "perf_share.sh: perf is not installed" >&2; exit 1; }
+work=$(pg_tmpdir)
+trap 'pg_stop "$work" immediate; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+die() { echo "perf_share.sh: $*" >&2; exit 1; }
+IFS=, read -r -a libs <<<"${LIB:-installed}"
+for l in "${libs[@]}"; do [ "$l" = installed ] || cp "$l" "$work/$(md5sum <"$l" | cut -c1-8).so" || die "no $l"; done
+chmod 755 "$work"/*.so 2>/dev/null
+
+cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench
+pg_cluster_init "$work" "max_connections = 20" "shared_buffers = '128MB'" "synchronous_commit = off" "jit = off" \
+  "autovacuum = off" "shared_preload_libraries = 'ogc_throttle'" "ogc_throttle.mode = 'reject'" \
+  "ogc_throttle.capacity = 1000000000" "ogc_throttle.rate = 500" "ogc_throttle.cost_max = 1000000" || die "initdb failed"
+pg_start "$work" "$PORT" || die "postgres did not start"
+q() { as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres "$@"; }
+as_pg timeout 300 "$PGBENCH" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 || die "pgbench -i failed"
+q -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
+q -c "VACUUM ANALYZE" -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_density_build('pts', 'geom')" >/dev/null ||
+  die "setup failed"
+
+share() {  # perf script output -> "hook-owned %"
+  python3 -c '
+import re, sys
+std = re.compile(r"standard_(ExecutorStart|ExecutorRun|ExecutorFinish|ExecutorEnd|planner|ProcessUtility)\b")
+tot = hook = 0
+def flush(frames):
+    global tot, hook
+    if not frames: return
+    tot += 1
+    for sym, dso in frames:
+        if std.search(sym): return
+        if "ogc_throttle" in dso: hook += 1; return
+frames = []
+for line in sys.stdin:
+    m = re.match(r"\s+[0-9a-f]+\s+(.*)\s+\((.*)\)$", line.rstrip("\n"))
+    if m: frames.append((m.group(1), m.group(2)))
+    else: flush(frames); frames = []
+flush(frames)
+print("%.2f%% of %d samples" % (100.0 * hook / max(tot, 1), tot))'
+}
+
+run() {  # run WORKLOAD(select|postgis) -> share
+  local args=(-S) pm pids
+  [ "$1" = postgis ] && args=(-f "$work/postgis.pgbench")
+  as_pg timeout $((SECS + 60)) "$PGBENCH" -n -M prepared -c 2 -j 2 -T $((SECS + 3)) "${args[@]}" -h "$work" -p "$PORT" \
+    -U postgres postgres >"$work/pgbench.log" 2>&1 &
+  local bp=$!
+  sleep 1.5
+  pm=$(head -n 1 "$work/data/postmaster.pid")
+  pids=$(ps -o pid=,args= --ppid "$pm" | awk '/\[local\]/ { print $1 }' | paste -sd,)
+  perf record -F 4999 -g -o "$work/perf.data" -p "$pids" -- sleep "$SECS" >/dev/null 2>&1
+  wait "$bp"
+  perf script -i "$work/perf.data" -F comm,ip,sym,dso 2>/dev/null | share
+}
+
+echo "hook-owned share of backend time (perf, cpu-clock), pgbench -M prepared -c 2, ${SECS}s per run"
+for r in $(seq "$ROUNDS"); do
+  for l in "${libs[@]}"; do
+    name=installed
+    if [ "$l" != installed ]; then
+      name="$l"
+      pg_stop "$work"
+      pg_conf_set "$work" "shared_preload_libraries = '$work/$(md5sum <"$l" | cut -c1-8).so'"
+      pg_start "$work" "$PORT" || die "postgres did not start with $l"
+    fi
+    for s in select postgis; do
+      echo "round $r, $name, $s (load $(cut -d' ' -f1 /proc/loadavg)): $(run $s)"
+    done
+  done
+done
