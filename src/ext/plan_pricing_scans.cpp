@@ -28,6 +28,10 @@ void add_scan(PlanCtx* c, double read, double loops, const ExprFacts& qf) {
     else if (qf.geom_pred)  // a recheck against a search box is cheap; a test against another row's
                             // geometry (a polygon, a point's distance) is a real one
         c->f.rows[static_cast<int>(core::CostClass::Distance)] += (qf.join_pred ? 1.0 : 0.1) * read * loops;
+    else if (qf.box_filter)  // a box test in a filter (a sequential scan's geometry_overlaps()) is no
+                             // index's recheck: every row read is fetched and tested, 1.4 µs a row
+                             // measured over 500 000 points against 0.3 µs priced by the scan alone
+        c->f.rows[static_cast<int>(core::CostClass::Distance)] += 0.3 * read * loops;
 }
 
 // A LIMIT stops a filtered scan in storage (or key) order after its first
