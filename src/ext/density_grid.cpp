@@ -40,6 +40,8 @@ namespace {
 // cells, 5 MiB, in the table and in each backend's cache that reads it (905 694 points in 40
 // synthetic cities took 71 518).
 constexpr size_t kMaxGridCells = size_t{1} << 18;
+// What one backend keeps of them (CacheMemoryContext): a few full-size grids.
+constexpr size_t kMaxCacheBytes = size_t{32} << 20;
 
 // Backend-local cache: plain arrays, nothing with a destructor.
 struct Entry {
@@ -128,7 +130,16 @@ const Entry* lookup(Oid relid, AttrNumber attnum) {
     for (int i = 0; i < cache.n; i++)
         if (cache.entries[i].relid == relid && cache.entries[i].attnum == attnum) return &cache.entries[i];
     bytea* blob = load(relid, attnum);
-    if (cache.n == static_cast<int>(lengthof(cache.entries))) forget(0);
+    // At most 64 grids and kMaxCacheBytes of them in a backend: the oldest go first (forget moves the
+    // last entry into the freed slot, so "oldest" is approximate; a grid forgotten is read again).
+    const size_t bytes = blob != nullptr ? VARSIZE(blob) : 0;
+    for (;;) {
+        size_t held = bytes;
+        for (int i = 0; i < cache.n; i++)
+            if (cache.entries[i].blob != nullptr) held += VARSIZE(cache.entries[i].blob);
+        if (cache.n == 0 || (held <= kMaxCacheBytes && cache.n < static_cast<int>(lengthof(cache.entries)))) break;
+        forget(0);
+    }
     cache.entries[cache.n] = {relid, attnum, blob};
     return &cache.entries[cache.n++];
 }
