@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tune the plan classes' weights for the under-pricing tail, from kept runs.
 
-usage: tune.py DIR/results.tsv [DIR/results.tsv ...]   (run.sh with KEEP=DIR keeps one)
+usage: tune.py DIR/results.tsv [DIR/results.tsv ...] [--check DIR/results.tsv ...]
+       (run.sh with KEEP=DIR keeps one; runs after --check are not tuned on, only priced with
+       the weights before and after: out of sample)
 
 analyze.py --fit minimises the mean squared log error, which lets a few
 classes sit at 2-3x under their median; the admission and the cut-off care
@@ -102,8 +104,12 @@ def loss(w, runs):
 
 
 def main():
-    runs = [load(p) for p in sys.argv[1:]]
-    if not runs or not all(runs):
+    args = sys.argv[1:]
+    checks = args[args.index("--check") + 1:] if "--check" in args else []
+    paths = args[:args.index("--check")] if "--check" in args else args
+    runs = [load(p) for p in paths]
+    held_out = [load(p) for p in checks]
+    if not runs or not all(runs) or not all(held_out):
         sys.exit(__doc__)
     w = dict(DEFAULTS)
     for c, v in START.items():
@@ -128,8 +134,8 @@ def main():
     print("tuned weights (fixed, per row):")
     for c in TUNED:
         print("  %-9s %.6g %.6g" % (c, w[c][0], w[c][1]))
-    for path, rows in zip(sys.argv[1:], runs):
-        print(path)
+    for path, rows, out in [(p, r, False) for p, r in zip(paths, runs)] + [(p, r, True) for p, r in zip(checks, held_out)]:
+        print(path + (" (out of sample)" if out else " (tuned on)"))
         before, after = figures(DEFAULTS, rows), figures(w, rows)
         for k in before:
             print("  %-12s rho %.3f -> %.3f  p95 %.2f -> %.2f  max %.1f -> %.1f" % (

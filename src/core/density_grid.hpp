@@ -7,6 +7,13 @@
 // dense areas are resolved down to the finest level and sparse ones stop early
 // (rows are taken as uniform inside a leaf). Serialised into one flat byte
 // string (stored by the extension in a table, read without copying).
+//
+// Format 4 stores per cell, besides its key and row count, the index of its
+// first child (a box query descends the quadtree without searching: a cell
+// wholly inside the box adds its count, only the cells on the box's edge are
+// split) and the number of distinct heap blocks its rows lie on (how
+// clustered the rows are on disk: the pages a search of the cell reads).
+// 20 bytes a cell; formats 2 and 3 (12 bytes a cell) are still read.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,10 +31,16 @@ struct DensityExtent {
 // points outside are clamped to its edge. mean_w/mean_h: the rows' mean box
 // size (0 for points), kept for searches of a row's neighbours; probe_w/
 // probe_h: their area-weighted size (density_probe_size). Throws
-// std::bad_alloc only.
+// std::bad_alloc only. blocks (may be null: unknown): each row's heap block.
+// max_cells > 0 bounds the cells stored: the threshold doubles until the
+// grid fits (the coarsest levels are always kept).
 std::vector<unsigned char> build_density_grid(const double* x, const double* y, std::size_t n, DensityExtent extent,
                                               int levels = 20, int threshold = 32, double mean_w = 0,
-                                              double mean_h = 0, double probe_w = 0, double probe_h = 0);
+                                              double mean_h = 0, double probe_w = 0, double probe_h = 0,
+                                              const std::uint32_t* blocks = nullptr, std::size_t max_cells = 0);
+
+// Bytes a format-4 grid of `cells` cells takes (header included).
+std::size_t density_grid_bytes(std::size_t cells) noexcept;
 
 // Rows of a w × h box centred on a dense spot of the layer: on the cell (of
 // about half the box's size) where the densest (1 - q) share of the rows
@@ -45,6 +58,18 @@ double density_rows_probed(const unsigned char* blob, std::size_t len, double w,
 // half the rows' mean size; fractional cells pro rata); negative when the
 // blob is not a density grid. No allocation, no exception.
 double density_rows(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax, double ymax) noexcept;
+
+// density_rows, and the distinct heap blocks those rows lie on (*pages;
+// negative when the grid has no block counts): a cell inside the box adds
+// its blocks, a share f of a cell with n rows on B blocks adds
+// B·(1 − (1 − f)^(n/B)) (its rows at random over its own blocks).
+double density_rows_pages(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax,
+                          double ymax, double* pages) noexcept;
+
+// Heap blocks that k of r rows lying on B blocks are on, read in no
+// particular order: B·(1 − (1 − k/r)^(r/B)) (each row a block of its own at
+// first, all B once every row is read); beyond r, B·k/r.
+double pages_of_rows(double k, double r, double B) noexcept;
 
 // Rows expected in a w × h box centred where the layer's own rows are (a
 // random row's neighbourhood: Σ n_c² / N × box/cell area): for searches whose

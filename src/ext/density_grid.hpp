@@ -15,6 +15,14 @@ namespace ot::ext {
 // degrees for geography), or negative when the column has no grid.
 double density_grid_rows(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
 
+// Heap blocks an index scan reading rows_read of the box's rows fetches
+// (core::pages_of_rows over the blocks the grid counts under the box), or
+// negative when the grid has no block counts (built before format 4, or not
+// a table). The last box asked is remembered: asking rows then pages of one
+// box descends the grid once.
+double density_grid_pages(Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax,
+                          double rows_read);
+
 // Rows expected in a w × h box centred where the densest tenth of the
 // column's rows are (core::density_rows_around_dense, q = 0.9), or negative
 // without a grid.

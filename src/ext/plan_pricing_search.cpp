@@ -65,6 +65,10 @@ bool facts_walker(Node* node, ExprFacts* f) {
                 f->geom_pred = true;
                 f->join_pred |= other_row_walker(reinterpret_cast<Node*>(args), nullptr);
                 break;
+            case GisRole::OverlapsGeometry:
+            case GisRole::ContainsGeometryOp:
+            case GisRole::WithinGeometryOp:
+            case GisRole::OverlapsGeography: f->box_filter = true; break;
             case GisRole::AsMVTGeom:
             case GisRole::Encode: f->encode++; break;
             case GisRole::None: {

@@ -112,6 +112,7 @@ struct ExprFacts {
     bool geog_pred;
     bool geom_pred;
     bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
+    bool box_filter;  // a box operator (&&, ~, @, geometry_overlaps()) evaluated as a filter, row by row
     int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
     int nsub;
     int sub[8];      // plan_ids of correlated SubPlans

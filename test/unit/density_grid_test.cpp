@@ -1,9 +1,12 @@
 // The density grid (core/density_grid.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "core/density_grid.hpp"
@@ -116,17 +119,41 @@ TEST(DensityGrid, ProbeSizeIsAreaWeightedAndAtLeastTheMean) {
     EXPECT_FALSE(density_probe_size(nullptr, 0, &pw, &ph));
 }
 
-TEST(DensityGrid, ReadsFormatTwoBlobs) {
-    // Format 2 ended after the per-level cell counts, without the probe size: drop those 16 bytes
-    // (the header's last two doubles) and the version, and it still answers, probing by the mean size.
+// The format-3 blob of a format-4 one: the header up to the self sums, 12 bytes a cell.
+std::vector<unsigned char> as_format_three(const std::vector<unsigned char>& g) {
+    const std::size_t v3_header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1) + 4 + 16;  // 176 + 16
+    const std::size_t v4_header = v3_header + 8 * (kDensityMaxLevels + 1) + 8;
+    std::uint32_t levels, ncells[kDensityMaxLevels + 1];
+    std::memcpy(&levels, &g[8], 4);
+    std::memcpy(ncells, &g[4 * 4 + 7 * 8], sizeof ncells);
+    std::vector<unsigned char> v3(g.begin(), g.begin() + v3_header);
+    std::size_t off = v4_header;
+    for (std::uint32_t l = 0; l <= levels; l++) {
+        v3.insert(v3.end(), g.begin() + off, g.begin() + off + 12 * ncells[l]);
+        off += 20 * ncells[l];
+    }
+    const std::uint32_t three = 3;
+    std::memcpy(&v3[4], &three, 4);
+    return v3;
+}
+
+TEST(DensityGrid, ReadsFormatTwoAndThreeBlobs) {
+    // Format 3 had no first-child index nor block counts; format 2 also ended before the probe size.
+    // Both still answer (children found by search), the same rows; without blocks, no pages.
     Layer l = city_and_background();
     auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.02, 0.02, 0.5,
                                 0.5);
     const double rows = density_rows(g.data(), g.size(), 9.9, 49.9, 10.1, 50.1);
-    const std::size_t header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1);  // 172, padded to 176 in v2
-    const std::size_t v2_header = (header + 7) / 8 * 8;
-    std::vector<unsigned char> v2(g.begin(), g.begin() + v2_header);
-    v2.insert(v2.end(), g.begin() + v2_header + 16, g.end());
+    auto v3 = as_format_three(g);
+    EXPECT_DOUBLE_EQ(density_rows(v3.data(), v3.size(), 9.9, 49.9, 10.1, 50.1), rows);
+    EXPECT_DOUBLE_EQ(density_rows_around(v3.data(), v3.size(), 0.002, 0.003),
+                     density_rows_around(g.data(), g.size(), 0.002, 0.003));
+    double pages;
+    EXPECT_DOUBLE_EQ(density_rows_pages(v3.data(), v3.size(), 9.9, 49.9, 10.1, 50.1, &pages), rows);
+    EXPECT_LT(pages, 0);
+    const std::size_t v2_header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1) + 4;  // 172, padded to 176
+    std::vector<unsigned char> v2(v3.begin(), v3.begin() + v2_header);
+    v2.insert(v2.end(), v3.begin() + v2_header + 16, v3.end());
     const std::uint32_t two = 2;
     std::memcpy(&v2[4], &two, 4);
     EXPECT_DOUBLE_EQ(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), rows);
@@ -137,6 +164,81 @@ TEST(DensityGrid, ReadsFormatTwoBlobs) {
     const std::uint32_t nine = 9;
     std::memcpy(&v2[4], &nine, 4);
     EXPECT_LT(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), 0);
+}
+
+TEST(DensityGrid, BoxesAreTheSumOfTheirParts) {
+    // Two halves of a box hold the box's rows, at every scale (the descent adds whole cells and
+    // splits only the edge ones).
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    for (double half : {0.0003, 0.004, 0.03, 0.5, 20.0}) {
+        const double x0 = 10 - half, x1 = 10 + half * 0.7, y0 = 50 - half * 0.4, y1 = 50 + half;
+        const double whole = density_rows(g.data(), g.size(), x0, y0, x1, y1);
+        const double xm = (x0 + x1) / 2;
+        EXPECT_NEAR(density_rows(g.data(), g.size(), x0, y0, xm, y1) + density_rows(g.data(), g.size(), xm, y0, x1, y1),
+                    whole, std::max(1.0, 0.1 * whole))
+            << half;
+        EXPECT_NEAR(whole, exact(l, x0, y0, x1, y1), std::max(5.0, 0.35 * exact(l, x0, y0, x1, y1))) << half;
+    }
+}
+
+TEST(DensityGrid, CountsHeapBlocksPerCell) {
+    // The same rows stored two ways: in space order, 50 to a block (a table loaded city by city),
+    // and each on a random one of n/2 blocks. A box in the city reads far fewer blocks in the
+    // first, about one per row in the second; the whole extent reads every block.
+    Layer l = city_and_background();
+    const std::size_t n = l.x.size();
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; i++) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return std::make_pair(std::floor(l.x[a] * 200), l.y[a]) < std::make_pair(std::floor(l.x[b] * 200), l.y[b]);
+    });
+    std::vector<std::uint32_t> clustered(n), scattered(n);
+    std::mt19937 r(5);
+    for (std::size_t k = 0; k < n; k++) clustered[order[k]] = static_cast<std::uint32_t>(k / 50);
+    for (std::size_t i = 0; i < n; i++) scattered[i] = static_cast<std::uint32_t>(r() % (n / 2));
+    auto c = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0, 0, 0, 0, clustered.data());
+    auto s = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0, 0, 0, 0, scattered.data());
+    double pc, ps;
+    EXPECT_NEAR(density_rows_pages(c.data(), c.size(), -180, -90, 180, 90, &pc), n, 1e-6);
+    EXPECT_DOUBLE_EQ(pc, n / 50 + (n % 50 != 0));
+    const double rows = density_rows_pages(c.data(), c.size(), 9.99, 49.99, 10.01, 50.01, &pc);
+    density_rows_pages(s.data(), s.size(), 9.99, 49.99, 10.01, 50.01, &ps);
+    ASSERT_GT(rows, 1000);
+    EXPECT_LT(pc, rows / 10);
+    // At random: about what Cardenas' formula says over all the blocks (edge cells share blocks;
+    // their sum is capped at it), not the sum over the cells.
+    const double B = static_cast<double>(std::set<std::uint32_t>(scattered.begin(), scattered.end()).size());
+    const double random = B * -std::expm1(n / B * std::log1p(-rows / n));
+    EXPECT_GT(ps, 0.9 * random);
+    EXPECT_LE(ps, 1.01 * random);
+    // Without blocks: unknown.
+    auto u = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90});
+    EXPECT_DOUBLE_EQ(density_rows_pages(u.data(), u.size(), 9.99, 49.99, 10.01, 50.01, &pc), rows);
+    EXPECT_LT(pc, 0);
+}
+
+TEST(DensityGrid, PagesOfRowsReadSoFar) {
+    EXPECT_DOUBLE_EQ(pages_of_rows(1000, 1000, 40), 40);  // all rows: all blocks
+    EXPECT_NEAR(pages_of_rows(5, 1000, 40), 5, 0.3);      // the first few: a block each
+    EXPECT_DOUBLE_EQ(pages_of_rows(2000, 1000, 40), 80);  // beyond the box: in proportion
+    EXPECT_EQ(pages_of_rows(0, 1000, 40), 0);
+    EXPECT_EQ(pages_of_rows(10, 1000, 0), 0);
+    EXPECT_LT(pages_of_rows(500, 1000, 40), 40);
+}
+
+TEST(DensityGrid, SizeIsBoundedByMaxCells) {
+    Layer l = city_and_background();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    auto b = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0, 0, 0, 0,
+                                nullptr, 200);
+    EXPECT_GT(density_cells(g.data(), g.size()), 200);
+    EXPECT_LE(density_cells(b.data(), b.size()), 200);
+    EXPECT_EQ(b.size(), density_grid_bytes(static_cast<std::size_t>(density_cells(b.data(), b.size()))));
+    EXPECT_DOUBLE_EQ(density_rows(b.data(), b.size(), -180, -90, 180, 90), 11000);
+    // Coarser, still about right for a city-sized box.
+    EXPECT_NEAR(density_rows(b.data(), b.size(), 9.95, 49.95, 10.05, 50.05), exact(l, 9.95, 49.95, 10.05, 50.05),
+                0.35 * exact(l, 9.95, 49.95, 10.05, 50.05));
 }
 
 TEST(DensityGrid, DenseSpotIsTheCrowdNotACoarseCellsAverage) {
