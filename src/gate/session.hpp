@@ -49,10 +49,11 @@ struct UpstreamLeg {
     bool head_sent = false;    // res_head went (or is going) to the client
     bool out_chunked = false;  // the client's body is framed in chunks by the gate
     // Direct relay: a body of known length (no rewrite, not shared) goes
-    // from the upstream's socket into `chunk` and from there to the client's
-    // socket, one copy in user space; the parser only reads the head.
+    // from the upstream's socket into `buf` (after what came with the head)
+    // and from there to the client's socket, one copy in user space; the
+    // parser only reads the head.
     bool direct = false;
-    std::uint64_t remaining = 0;  // direct: body bytes still to come
+    std::uint64_t remaining = 0;  // direct: body bytes not yet handed to the client
     bool extra = false;           // bytes after the body: the connection is not reused
     char chunk_line[24];          // a chunk's size line, for out_chunked
     std::string acc;  // the leader's copy of a body small enough to share
@@ -164,6 +165,7 @@ private:
     void on_upstream_header(beast::error_code ec);
     // upstream_relay.cpp: the request out, the answer back
     void relay_read();
+    void direct_fill();
     void relay_chunk(const char* data, std::size_t n, bool more);
     void write_client(const char* data, std::size_t n, bool more);
     void client_written(beast::error_code ec, bool more);

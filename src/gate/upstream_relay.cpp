@@ -2,9 +2,9 @@
 // pooled keep-alive connection (one retry for a safe request that meets a
 // connection the upstream closed), the request written as head + body in one
 // gather write, and the answer relayed in fixed blocks. A body of known
-// length that is neither rewritten nor shared is read straight into the relay
-// block and written from it (one copy in user space); the rest goes through
-// Beast's parser. The gate writes the client's head and any chunk framing
+// length that is neither rewritten nor shared is read into the head's buffer
+// and written from it (one copy in user space); the rest goes through Beast's
+// parser into the relay block. The gate writes the client's head and any chunk framing
 // itself, so each piece of the answer is one writev.
 #include "gate/capabilities_relay.hpp"
 #include "gate/decision.hpp"
@@ -112,34 +112,46 @@ void Session::on_upstream_header(beast::error_code ec) {
     if (!up_.parser->is_done() && len && !up_.chunked && !up_.buffering && !(up_.caps && up_.caps->rewrites_body())) {
         up_.direct = true;
         up_.remaining = *len;
-        // What the head's read brought of the body goes out from there.
-        const auto d = up_.buf->data();
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(d.size(), up_.remaining));
-        up_.extra = d.size() > n;
-        up_.buf->consume(d.size());  // the bytes stay in mem until the next exchange reads into it
-        up_.remaining -= n;
-        if (n > 0 || up_.remaining == 0) return relay_chunk(static_cast<const char*>(d.data()), n, up_.remaining > 0);
+        return direct_fill();
     }
     relay_read();
+}
+
+// Direct relay: the body is read into the head's buffer, after what the
+// head's read brought, until the block is full or the body complete (as
+// the parser path fills its block), then written from there.
+void Session::direct_fill() {
+    auto& b = *up_.buf;
+    const std::size_t have = b.size();
+    const std::size_t space = b.max_size() - have;
+    if (have < up_.remaining && space > 0) {
+        upstream_io(cfg_->limits.upstream_timeout_s);  // an inactivity timeout
+        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(space, up_.remaining - have));
+        return up_.conn->async_read_some(b.prepare(want), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->guard([&] {
+                ec = self->upstream_io_done(ec);
+                if (ec) return self->upstream_broke(ec);
+                self->up_.buf->commit(n);
+                self->direct_fill();
+            });
+        });
+    }
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(have, up_.remaining));
+    up_.extra = have > n;  // bytes after the body: the connection is not reused
+    up_.remaining -= n;
+    const char* data = static_cast<const char*>(b.data().data());
+    // The bytes stay where they are until the next read into the buffer,
+    // which waits for this piece's write.
+    b.consume(have);
+    relay_chunk(data, n, up_.remaining > 0);
 }
 
 bool Session::upstream_complete() const { return up_.direct ? up_.remaining == 0 : up_.parser->is_done(); }
 
 void Session::relay_read() {
+    if (up_.direct) return direct_fill();
     // An inactivity timeout: a 50 MB download may take longer in total.
     upstream_io(cfg_->limits.upstream_timeout_s);
-    if (up_.direct) {
-        const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, up_.remaining));
-        return up_.conn->async_read_some(
-            asio::buffer(up_.chunk.get(), want), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                self->guard([&] {
-                    ec = self->upstream_io_done(ec);
-                    if (ec) return self->upstream_broke(ec);
-                    self->up_.remaining -= n;
-                    self->relay_chunk(self->up_.chunk.get(), n, self->up_.remaining > 0);
-                });
-            });
-    }
     if (up_.parser->is_done()) {
         up_pending_ = false;
         return relay_chunk(up_.chunk.get(), 0, false);
