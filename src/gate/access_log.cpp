@@ -10,8 +10,14 @@ std::string_view log_class(const Exchange& ex) {
 }
 
 std::string access_log_line(const Exchange& ex, const LogTimes& t) {
+    std::string out;
+    append_access_log_line(out, ex, t);
+    return out;
+}
+
+void append_access_log_line(std::string& out, const Exchange& ex, const LogTimes& t) {
     const Assessment& a = ex.assessment;
-    JsonLine j;
+    JsonLine j(out);
     if (ex.final_charge >= 0) j.num("charged", ex.final_charge);
     j.str("class", log_class(ex));
     if (ex.coalesced) j.boolean("coalesced", true);
@@ -35,7 +41,7 @@ std::string access_log_line(const Exchange& ex, const LogTimes& t) {
     if (ex.retried) j.boolean("upstream_retried", true);
     j.num("upstream_status", static_cast<std::int64_t>(ex.upstream_status));
     j.str("verdict", ex.decision.verdict);
-    return std::move(j).finish();
+    j.close();
 }
 
 }  // namespace ot::gate

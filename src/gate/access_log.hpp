@@ -17,6 +17,8 @@ struct LogTimes {
 // One JSON object without the newline; keys in alphabetical order (as they
 // have always been written, and as log tooling may rely on).
 std::string access_log_line(const Exchange& ex, const LogTimes& t);
+// The same line appended to `out` (no newline): the I/O thread's log buffer.
+void append_access_log_line(std::string& out, const Exchange& ex, const LogTimes& t);
 
 // The cost class a metric or a log line files the exchange under.
 std::string_view log_class(const Exchange& ex);

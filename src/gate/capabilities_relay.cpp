@@ -188,6 +188,9 @@ void caps_prepare_upstream(http::request<http::string_body>& up, const OgcReques
         up.erase(http::field::range);
         up.erase(http::field::if_range);
     }
+    // Only a conditional request has a tag to strip: the suffix (its public
+    // base and limits) cost a passed tile more than its head's parsing.
+    if (up.count(http::field::if_none_match) == 0 && up.count(http::field::if_match) == 0) return;
     const std::string suffix = caps_etag_suffix(limits_for(c, caps_public_base(c, client, peer, nullptr)),
                                                 c.capabilities.addresses_in_all_xml);
     strip_etag_suffix(up, http::field::if_none_match, suffix);

@@ -72,7 +72,7 @@ build/fuzz/capabilities: $(CAPS_FUZZ_SRCS) $(wildcard src/gate/capabilities*.hpp
 # The gate with test-only fault injection at every completion handler
 # (test/gate/handler_faults.t.sh): the files that see Session's layout are
 # compiled again with OGC_GATE_FAULTS; the rest is shared with bin/ogc-gate.
-GATE_FAULT_SRCS := admin server session upstream_client
+GATE_FAULT_SRCS := admin server session session_io upstream_client upstream_relay settle_session session_cells
 GATE_FAULT_OBJS := $(patsubst %,build/gate-faults/%.o,$(GATE_FAULT_SRCS)) build/gate-faults/fault_injection.o
 build/gate-faults/%.o: src/gate/%.cpp
 	@mkdir -p build/gate-faults

@@ -52,9 +52,10 @@ HeadWriter& HeadWriter::field(std::string_view name, std::size_t value) {
 
 void HeadWriter::end() { out_ += "\r\n"; }
 
-void serialize_head(const http::response_header<>& h, std::string& out) {
-    const auto reason = h.reason();
-    start_line(out, h.version(), h.result_int(), std::string_view(reason.data(), reason.size()));
+namespace {
+
+template <class Fields>
+void append_fields(const Fields& h, std::string& out) {
     for (const auto& f : h) {
         const auto name = f.name_string();
         const auto value = f.value();
@@ -64,6 +65,38 @@ void serialize_head(const http::response_header<>& h, std::string& out) {
         out += "\r\n";
     }
     out += "\r\n";
+}
+
+}  // namespace
+
+void serialize_head(const http::request_header<>& h, std::string& out) {
+    out.clear();
+    const auto m = h.method_string();
+    const auto t = h.target();
+    out.reserve(512 + t.size());
+    out.append(m.data(), m.size());
+    out += ' ';
+    out.append(t.data(), t.size());
+    out += " HTTP/";
+    out += static_cast<char>('0' + h.version() / 10);
+    out += '.';
+    out += static_cast<char>('0' + h.version() % 10);
+    out += "\r\n";
+    append_fields(h, out);
+}
+
+std::size_t chunk_size_line(std::size_t n, char* buf) {
+    const auto r = std::to_chars(buf, buf + 16, n, 16);
+    std::size_t len = static_cast<std::size_t>(r.ptr - buf);
+    buf[len++] = '\r';
+    buf[len++] = '\n';
+    return len;
+}
+
+void serialize_head(const http::response_header<>& h, std::string& out) {
+    const auto reason = h.reason();
+    start_line(out, h.version(), h.result_int(), std::string_view(reason.data(), reason.size()));
+    append_fields(h, out);
 }
 
 }  // namespace ot::gate

@@ -25,5 +25,14 @@ private:
 
 // The head of a Beast response header, reason included.
 void serialize_head(const boost::beast::http::response_header<>& h, std::string& out);
+// The head of a request as Beast's serializer writes it: the upstream leg
+// sends it and the body in one gather write.
+void serialize_head(const boost::beast::http::request_header<>& h, std::string& out);
+
+// A chunk's size line ("1f4\r\n", lower-case hex as Beast writes it) into
+// `buf` (at least 18 bytes); returns its length.
+std::size_t chunk_size_line(std::size_t n, char* buf);
+// What ends a chunked body without trailers.
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
 }  // namespace ot::gate

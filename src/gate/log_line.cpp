@@ -37,7 +37,7 @@ void JsonLine::put(std::string_view a, std::string_view b, std::string_view c) {
 
 void JsonLine::key(std::string_view k) {
     // Keys are our own literals.
-    put(len_ > 1 ? std::string_view(",\"") : std::string_view("\""), k, "\":");
+    put(len_ > start_ ? std::string_view(",\"") : std::string_view("\""), k, "\":");
 }
 
 JsonLine& JsonLine::str(std::string_view k, std::string_view v) {
@@ -75,13 +75,19 @@ JsonLine& JsonLine::boolean(std::string_view k, bool v) {
     return *this;
 }
 
-std::string JsonLine::finish() && {
+void JsonLine::close() {
     s_[len_++] = '}';  // put() kept room for it
     s_.resize(len_);
+}
+
+std::string JsonLine::finish() && {
+    close();
     return std::move(s_);
 }
 
-std::string iso_now_ms() {
+std::string iso_now_ms() { return std::string(iso_now_ms_view()); }
+
+std::string_view iso_now_ms_view() {
     // gmtime_r takes glibc's time-zone lock: once a second per thread, not
     // once a request.
     thread_local std::time_t cached_sec = -1;
@@ -97,11 +103,13 @@ std::string iso_now_ms() {
         cached_sec = sec;
     }
     const int ms = static_cast<int>(ms_total % 1000);
-    std::string out(prefix);
+    thread_local char out[sizeof prefix + 8];
+    const std::size_t n = std::strlen(prefix);
+    std::memcpy(out, prefix, n);
     const char tail[] = {'.', static_cast<char>('0' + ms / 100), static_cast<char>('0' + ms / 10 % 10),
                          static_cast<char>('0' + ms % 10), 'Z'};
-    out.append(tail, sizeof tail);
-    return out;
+    std::memcpy(out + n, tail, sizeof tail);
+    return std::string_view(out, n + sizeof tail);
 }
 
 }  // namespace ot::gate

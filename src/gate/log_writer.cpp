@@ -6,7 +6,8 @@
 
 namespace ot::gate {
 
-LogWriter::LogWriter(int fd, std::size_t max_pending) : fd_(fd), max_pending_(max_pending), thread_([this] { run(); }) {}
+LogWriter::LogWriter(int fd, std::size_t max_pending, std::chrono::microseconds gather)
+    : fd_(fd), max_pending_(max_pending), gather_(gather), thread_([this] { run(); }) {}
 
 LogWriter::~LogWriter() {
     {
@@ -19,6 +20,7 @@ LogWriter::~LogWriter() {
 
 void LogWriter::submit(std::string_view text) {
     if (text.empty()) return;
+    bool wake = false;
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (pending_.size() + text.size() > max_pending_) {
@@ -27,8 +29,13 @@ void LogWriter::submit(std::string_view text) {
         }
         pending_.append(text.data(), text.size());
         ++submitted_;
+        wake = waiting_;
+        waiting_ = false;  // one notification per wait
     }
-    wake_.notify_one();
+    if (wake) {
+        wakeups_++;
+        wake_.notify_one();
+    }
 }
 
 void LogWriter::drain() {
@@ -41,7 +48,9 @@ void LogWriter::run() {
     std::string out;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
+        waiting_ = true;
         wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+        waiting_ = false;
         if (pending_.empty() && stop_) return;
         out.swap(pending_);  // both keep their capacity
         const std::uint64_t batch = submitted_;
@@ -59,6 +68,12 @@ void LogWriter::run() {
         lock.lock();
         written_ = batch;
         done_.notify_all();
+        if (stop_ || gather_.count() <= 0) continue;
+        // Submits meanwhile only append (waiting_ is false): they are taken
+        // in one piece when this ends.
+        lock.unlock();
+        std::this_thread::sleep_for(gather_);
+        lock.lock();
     }
 }
 

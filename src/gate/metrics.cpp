@@ -6,9 +6,9 @@ namespace ot::gate {
 namespace {
 
 template <class Map>
-void add(Map& m, const std::string& k, double v) {
+void add(Map& m, std::string_view k, double v) {
     auto it = m.find(k);
-    if (it == m.end()) it = m.emplace(k, 0.0).first;
+    if (it == m.end()) it = m.emplace(std::string(k), 0.0).first;
     it->second += v;
 }
 
@@ -19,13 +19,13 @@ void Metrics::resize(std::size_t shards) {
     for (std::size_t i = 0; i < std::max<std::size_t>(shards, 1); ++i) shards_.push_back(std::make_unique<Shard>());
 }
 
-void Metrics::request(unsigned shard, const std::string& cls, const std::string& verdict, double charged) {
+void Metrics::request(unsigned shard, std::string_view cls, std::string_view verdict, double charged) {
     Shard& s = at(shard);
     std::lock_guard<std::mutex> lock(s.mu);
     auto c = s.requests.find(cls);
-    if (c == s.requests.end()) c = s.requests.emplace(cls, decltype(c->second){}).first;
+    if (c == s.requests.end()) c = s.requests.emplace(std::string(cls), decltype(c->second){}).first;
     auto v = c->second.find(verdict);
-    if (v == c->second.end()) v = c->second.emplace(verdict, 0).first;
+    if (v == c->second.end()) v = c->second.emplace(std::string(verdict), 0).first;
     v->second++;
     if (charged > 0) add(s.charged, cls, charged);
 }
@@ -41,13 +41,13 @@ void Metrics::upstream(unsigned shard, double seconds, bool failed) {
     s.latency_n++;
 }
 
-void Metrics::refunded(unsigned shard, const std::string& cls, double amount) {
+void Metrics::refunded(unsigned shard, std::string_view cls, double amount) {
     Shard& s = at(shard);
     std::lock_guard<std::mutex> lock(s.mu);
     add(s.refunded, cls, amount);
 }
 
-void Metrics::settled(unsigned shard, const std::string& cls, double amount) {
+void Metrics::settled(unsigned shard, std::string_view cls, double amount) {
     Shard& s = at(shard);
     std::lock_guard<std::mutex> lock(s.mu);
     add(s.settled, cls, amount);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,12 +18,12 @@ public:
     explicit Metrics(std::size_t shards = 1) { resize(shards); }
     // Before the I/O threads start: shard `i` belongs to thread `i`.
     void resize(std::size_t shards);
-    void request(unsigned shard, const std::string& cls, const std::string& verdict, double charged);
+    void request(unsigned shard, std::string_view cls, std::string_view verdict, double charged);
     void upstream(unsigned shard, double seconds, bool failed);
-    void refunded(unsigned shard, const std::string& cls, double amount);
+    void refunded(unsigned shard, std::string_view cls, double amount);
     void coalesced(unsigned shard);
     // A measured settlement's final charge (charge: measured).
-    void settled(unsigned shard, const std::string& cls, double amount);
+    void settled(unsigned shard, std::string_view cls, double amount);
     std::string prometheus(std::size_t bucket_keys) const;
 
 private:

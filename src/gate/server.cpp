@@ -253,6 +253,11 @@ void Gate::join() {
 void Gate::log_line(unsigned worker, std::string_view line) {
     PerThread& t = *per_thread_[worker];
     t.log.append(line.data(), line.size());
+    log_appended(worker);
+}
+
+void Gate::log_appended(unsigned worker) {
+    PerThread& t = *per_thread_[worker];
     t.log += '\n';
     if (t.log.size() >= 64 * 1024) return flush_log(worker);
     if (t.flush_posted) return;

@@ -56,7 +56,10 @@ public:
     Metrics& metrics() { return metrics_; }
     Coalescer& coalescer() { return coalescer_; }
     Slots& slots() { return slots_; }
-    using UpstreamPool = IdlePool<std::unique_ptr<boost::beast::tcp_stream>>;
+    // A plain socket on the I/O thread's own executor: its deadlines are the
+    // session's (session_io.cpp), not a timer per operation.
+    using UpstreamSocket = boost::asio::ip::tcp::socket::rebind_executor<boost::asio::io_context::executor_type>::other;
+    using UpstreamPool = IdlePool<std::unique_ptr<UpstreamSocket>>;
     // The pool of I/O thread `worker`.
     UpstreamPool& pool(unsigned worker) { return *pools_[worker]; }
     std::size_t idle_upstream() const;
@@ -66,6 +69,10 @@ public:
     // thread hands over many requests at a time and a quiet one at once, and
     // no I/O thread ever waits on write(2).
     void log_line(unsigned worker, std::string_view line);
+    // The same without a string of the caller's: append the line to
+    // log_buffer(worker), then call log_appended(worker).
+    std::string& log_buffer(unsigned worker) { return per_thread_[worker]->log; }
+    void log_appended(unsigned worker);
     std::uint64_t log_dropped_bytes() const { return log_writer_.dropped_bytes(); }
     bool draining() const { return draining_; }
     // Requests under way on thread `worker` (a counter per thread: one

@@ -14,19 +14,6 @@
 
 namespace ot::gate {
 
-std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
-
-std::int64_t now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
-}
-
-bool hop_by_hop(beast::string_view name) {
-    for (const char* h : {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
-                          "te", "trailer", "transfer-encoding", "upgrade", "expect"})
-        if (beast::iequals(name, h)) return true;
-    return false;
-}
-
 namespace {
 
 bool valid_request_id(std::string_view s) {
@@ -115,37 +102,6 @@ void Session::fault(const char* what) noexcept {
         finished();
     } catch (...) {
     }
-}
-
-// --- the client's idle timeout ------------------------------------------
-// One timer per connection, moved lazily: each client read or write only
-// pushes deadline_ forward, and the timer, when it fires early, waits again
-// for the rest. (A timer per I/O operation, as beast::tcp_stream keeps, cost
-// a timer-queue insert and a cancelled completion per request.) It only
-// counts while client I/O is pending: waiting for the upstream is the
-// upstream's timeout.
-void Session::client_io(double seconds) {
-    deadline_ = Clock::now() + ms(seconds);
-    io_pending_ = true;
-    if (!timer_armed_) arm_idle_timer();
-}
-
-void Session::arm_idle_timer() {
-    timer_armed_ = true;
-    idle_timer_.expires_at(deadline_);
-    idle_timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
-        if (auto self = weak.lock()) self->contain([&] { self->on_idle_timer(ec); });
-    });
-}
-
-void Session::on_idle_timer(beast::error_code ec) {
-    timer_armed_ = false;
-    if (ec || !io_pending_ || !socket_.is_open()) return;
-    if (Clock::now() < deadline_) return arm_idle_timer();  // moved on meanwhile: wait the rest
-    // Too slow: the pending read or write completes with operation_aborted.
-    timed_out_ = true;
-    beast::error_code ignored;
-    socket_.close(ignored);
 }
 
 void Session::read() {
@@ -382,38 +338,18 @@ void Session::finished() {
     ex_.counted = false;
     gate_.inflight(worker_)--;
     if (admin_ || ex_.decision.verdict == "health") return;
-    gate_.metrics().request(worker_, std::string(log_class(ex_)), ex_.decision.verdict, ex_.decision.charged);
-    const std::string ts = iso_now_ms();
-    LogTimes t{seconds_since(ex_.started) * 1000, ex_.upstream_tried ? seconds_since(ex_.up_started) * 1000 : 0.0, ts};
-    gate_.log_line(worker_, access_log_line(ex_, t));
+    gate_.metrics().request(worker_, log_class(ex_), ex_.decision.verdict, ex_.decision.charged);
+    LogTimes t{seconds_since(ex_.started) * 1000, ex_.upstream_tried ? seconds_since(ex_.up_started) * 1000 : 0.0,
+               iso_now_ms_view()};
+    // Formatted straight into the thread's log buffer.
+    append_access_log_line(gate_.log_buffer(worker_), ex_, t);
+    gate_.log_appended(worker_);
 }
 
 void Session::close() {
     finished();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
-}
-
-void Session::ready() {
-    ex_.decision.verdict = "health";
-    const Upstream& u = gate_.upstream();
-    probe_ = std::make_unique<beast::tcp_stream>(socket_.get_executor());
-    probe_->expires_after(std::chrono::seconds(2));
-    probe_resolver_ = std::make_unique<tcp::resolver>(socket_.get_executor());
-    probe_resolver_->async_resolve(
-        u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
-            self->guard([&] {
-                if (ec) return self->plain(503, "upstream not resolvable", "health");
-                self->probe_->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
-                    self->guard([&] {
-                        beast::error_code ignored;
-                        self->probe_->socket().close(ignored);
-                        if (ec2) return self->plain(503, "upstream not reachable", "health");
-                        self->plain(200, "ready" + caps_readyz_details(), "health");
-                    });
-                });
-            });
-        });
 }
 
 }  // namespace ot::gate

@@ -2,9 +2,10 @@
 // the policy (assess → bucket → decide), answers or hands the exchange to
 // the upstream leg, and logs one line per exchange. The per-request state is
 // one value (Exchange) reset by assignment; the upstream leg's own state is
-// UpstreamLeg. The member functions live in three files: session.cpp (the
-// client side and policy), upstream_client.cpp (pool, relay, coalescing,
-// slots, refunds) and admin.cpp (the admin listener's endpoints).
+// UpstreamLeg. The member functions live in: session.cpp (the client side
+// and policy), session_io.cpp (deadlines, /readyz), upstream_client.cpp
+// (coalescing, slots, refunds), upstream_relay.cpp (the upstream connection
+// and the relay) and admin.cpp (the admin listener's endpoints).
 #pragma once
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -37,13 +38,24 @@ bool hop_by_hop(beast::string_view name);
 
 // The upstream side of one exchange (see upstream_client.cpp).
 struct UpstreamLeg {
-    std::unique_ptr<beast::tcp_stream> conn;
+    std::unique_ptr<Gate::UpstreamSocket> conn;
     std::unique_ptr<tcp::resolver> resolver;
     http::request<http::string_body> req;
+    std::string req_head;  // req's head, written with its body in one gather write
     std::optional<beast::flat_static_buffer_base> buf;  // over mem
     std::unique_ptr<char[]> mem, chunk;                 // relay blocks, held only while relaying
     std::optional<http::response_parser<http::buffer_body>> parser;
-    std::optional<http::response_serializer<http::buffer_body>> sr;
+    std::string res_head;      // the answer's head as the client gets it
+    bool head_sent = false;    // res_head went (or is going) to the client
+    bool out_chunked = false;  // the client's body is framed in chunks by the gate
+    // Direct relay: a body of known length (no rewrite, not shared) goes
+    // from the upstream's socket into `buf` (after what came with the head)
+    // and from there to the client's socket, one copy in user space; the
+    // parser only reads the head.
+    bool direct = false;
+    std::uint64_t remaining = 0;  // direct: body bytes not yet handed to the client
+    bool extra = false;           // bytes after the body: the connection is not reused
+    char chunk_line[24];          // a chunk's size line, for out_chunked
     std::string acc;  // the leader's copy of a body small enough to share
     std::unique_ptr<CapsRelay> caps;  // the capabilities rewrite of this answer, if any
     std::unique_ptr<asio::steady_timer> queue_timer;
@@ -95,11 +107,19 @@ private:
     unsigned fault_calls_ = 0;
 #endif
 
-    // session.cpp
+    // session_io.cpp: the connection's one timer, for the client's and the
+    // upstream's deadlines; /readyz.
     void client_io(double seconds);
-    void arm_idle_timer();
     void client_io_done() { io_pending_ = false; }
-    void on_idle_timer(beast::error_code ec);
+    void upstream_io(double seconds);
+    // The upstream's operation completed: its error, or timeout when the
+    // deadline closed the socket under it.
+    beast::error_code upstream_io_done(beast::error_code ec);
+    void arm_for(Clock::time_point at);
+    void arm_idle_timer(Clock::time_point at);
+    void on_idle_timer(beast::error_code ec, unsigned gen);
+    void ready();
+    // session.cpp
     void read();
     void read_body();
     void read_rest();
@@ -127,7 +147,6 @@ private:
     void write_reply(bool again);
     void finished();
     void close();
-    void ready();
     // admin.cpp
     void admin();
     // upstream_client.cpp
@@ -144,9 +163,14 @@ private:
     void upstream_error_reply(bool timeout, const std::string& msg);
     void drop_upstream();
     void on_upstream_header(beast::error_code ec);
+    // upstream_relay.cpp: the request out, the answer back
     void relay_read();
-    void relay_chunk(std::size_t n, bool more);
+    void direct_fill();
+    void relay_chunk(const char* data, std::size_t n, bool more);
     void write_client(const char* data, std::size_t n, bool more);
+    void client_written(beast::error_code ec, bool more);
+    void prepare_client_head();
+    bool upstream_complete() const;
     void upstream_broke(beast::error_code ec);
     void upstream_done();
     void publish();
@@ -162,8 +186,10 @@ private:
 
     ClientSocket socket_;
     ClientTimer idle_timer_;
-    Clock::time_point deadline_{};
+    Clock::time_point deadline_{}, up_deadline_{}, armed_at_{};
+    unsigned timer_gen_ = 0;  // a wait cancelled by an earlier deadline is stale
     bool io_pending_ = false, timer_armed_ = false, timed_out_ = false;
+    bool up_pending_ = false, up_timed_out_ = false;
     Gate& gate_;
     const bool admin_, probe_only_;
     const unsigned worker_;  // the I/O thread this connection lives on

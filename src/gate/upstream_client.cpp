@@ -1,7 +1,6 @@
-// The upstream leg of an exchange: coalescing (lead or wait), the
-// concurrency slot, the pooled keep-alive connection (one retry for a safe
-// request that meets a connection the upstream closed), the relay of the
-// answer in fixed blocks, and refunds.
+// The upstream leg of an exchange: the forwarded request, coalescing (lead
+// or wait), the concurrency slot, upstream failures, shared answers and
+// refunds. The connection and the relay are upstream_relay.cpp's.
 #include <cmath>
 
 #include "gate/access_log.hpp"
@@ -171,74 +170,11 @@ void Session::busy() {
     respond(r.status, r.content_type, r.body, h);
 }
 
-void Session::send_upstream() {
-    ex_.up_started = Clock::now();
-    ex_.upstream_tried = true;
-    // Beast reads no more than the buffer's spare capacity: a growing
-    // flat_buffer would take a 20 kB tile in 40 reads of 512 bytes.
-    if (!up_.mem) up_.mem = take_block();
-    if (!up_.chunk) up_.chunk = take_block();
-    up_.buf.emplace(up_.mem.get(), kBlock);
-    up_.sr.reset();
-    up_.parser.reset();
-    auto exe = socket_.get_executor();
-    if (!ex_.retried) {
-        // A GET/HEAD that meets a connection the upstream has closed is
-        // retried (upstream_failed); anything else must not meet one, so
-        // only it pays a system call to look first.
-        const bool safe = safe_method(req_.method());
-        auto conn = gate_.pool(worker_).take(Clock::now(), [safe](const std::unique_ptr<beast::tcp_stream>& c) {
-            return !safe && idle_conn_dead(c->socket().native_handle());
-        });
-        if (conn) {
-            ex_.reused = true;
-            up_.conn = std::move(*conn);
-            return write_upstream();
-        }
-    }
-    ex_.reused = false;
-    const Upstream& u = gate_.upstream();
-    up_.conn = std::make_unique<beast::tcp_stream>(exe);
-    up_.conn->expires_after(ms(cfg_->limits.upstream_connect_timeout_s));
-    up_.resolver = std::make_unique<tcp::resolver>(exe);
-    up_.resolver->async_resolve(
-        u.host, u.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type rs) {
-            self->guard([&] {
-                if (ec) return self->upstream_failed(ec);
-                self->up_.conn->async_connect(rs, [self](beast::error_code ec2, const tcp::endpoint&) {
-                    self->guard([&] {
-                        if (ec2) return self->upstream_failed(ec2);
-                        beast::error_code ignored;
-                        self->up_.conn->socket().set_option(tcp::no_delay(true), ignored);
-                        self->write_upstream();
-                    });
-                });
-            });
-        });
-}
-
-void Session::write_upstream() {
-    up_.conn->expires_after(ms(cfg_->limits.upstream_timeout_s));
-    ex_.up_sent = Clock::now();
-    http::async_write(*up_.conn, up_.req, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->guard([&] {
-            if (ec) return self->upstream_failed(ec);
-            self->up_.parser.emplace();
-            self->up_.parser->body_limit(self->cfg_->limits.upstream_body_bytes);
-            if (self->req_.method() == http::verb::head) self->up_.parser->skip(true);
-            http::async_read_header(*self->up_.conn, *self->up_.buf, *self->up_.parser,
-                                    [self](beast::error_code ec2, std::size_t) {
-                                        self->guard([&] { self->on_upstream_header(ec2); });
-                                    });
-        });
-    });
-}
-
 void Session::upstream_failed(beast::error_code ec) {
     const bool timeout = ec == beast::error::timeout;
     // A pooled connection the upstream closed while idle fails before any
     // answer: one retry on a fresh connection, for requests safe to repeat.
-    if (ex_.reused && !ex_.retried && !timeout && safe_method(req_.method()) && !up_.sr) {
+    if (ex_.reused && !ex_.retried && !timeout && safe_method(req_.method()) && !up_.head_sent) {
         ex_.retried = true;
         drop_upstream();
         return send_upstream();
@@ -274,149 +210,8 @@ void Session::upstream_error_reply(bool timeout, const std::string& msg) {
 void Session::drop_upstream() {
     if (!up_.conn) return;
     beast::error_code ignored;
-    up_.conn->socket().close(ignored);
+    up_.conn->close(ignored);
     up_.conn.reset();
-}
-
-void Session::on_upstream_header(beast::error_code ec) {
-    if (ec) return upstream_failed(ec);
-    auto& m = up_.parser->get();
-    ex_.upstream_status = m.result_int();
-    up_.keep_alive = m.keep_alive();
-    up_.chunked = up_.parser->chunked();
-    ex_.body_bytes = 0;
-    up_.buffering = false;
-    if (ex_.flight_key) {
-        const auto len = up_.parser->content_length();
-        if (len && *len > cfg_->coalesce.max_body_bytes) finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
-        else up_.buffering = true;
-    }
-    up_.acc.clear();
-    // A shared (coalesced) answer is a map or tile: never rewritten.
-    up_.caps = ex_.flight_key ? nullptr
-                              : CapsRelay::start(m.base(), ex_.assessment.req, *cfg_, req_, peer_,
-                                                 req_.method() == http::verb::head);
-    relay_read();
-}
-
-void Session::relay_read() {
-    if (up_.parser->is_done()) return relay_chunk(0, false);
-    auto& b = up_.parser->get().body();
-    b.data = up_.chunk.get();
-    b.size = kBlock;
-    // An inactivity timeout: a 50 MB download may take longer in total.
-    up_.conn->expires_after(ms(cfg_->limits.upstream_timeout_s));
-    http::async_read(*up_.conn, *up_.buf, *up_.parser, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->guard([&] {
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) return self->upstream_broke(ec);
-            const std::size_t n = kBlock - self->up_.parser->get().body().size;
-            self->relay_chunk(n, !self->up_.parser->is_done());
-        });
-    });
-}
-
-void Session::relay_chunk(std::size_t n, bool more) {
-    ex_.body_bytes += n;
-    if (!more) {
-        // The upstream's last byte: its time is known, the charge too.
-        ex_.up_last = Clock::now();
-        if (!up_.buffering) settle(Ending::Complete);
-    }
-    if (up_.buffering) {
-        up_.acc.append(up_.chunk.get(), n);
-        if (up_.acc.size() <= cfg_->coalesce.max_body_bytes) {
-            if (more) return relay_read();
-            return publish();
-        }
-        // Too big to share after all: the others fetch their own copy.
-        up_.buffering = false;
-        finish_flight({FlightResult::Kind::Overflow, nullptr, false, {}});
-        return write_client(up_.acc.data(), up_.acc.size(), more);
-    }
-    if (up_.caps && up_.caps->rewrites_body()) {
-        const std::string& out = up_.caps->rewrite(up_.chunk.get(), n, more);
-        if (out.empty() && more) return relay_read();
-        return write_client(out.data(), out.size(), more);
-    }
-    write_client(up_.chunk.get(), n, more);
-}
-
-void Session::write_client(const char* data, std::size_t n, bool more) {
-    auto& m = up_.parser->get();
-    if (!up_.sr) {
-        std::vector<std::string> drop;
-        for (const auto& f : m)
-            if (hop_by_hop(f.name_string())) drop.emplace_back(f.name_string());
-        for (const auto& d : drop) m.erase(d);
-        m.version(11);
-        for (const auto& [k, v] : ex_.decision.headers) m.set(k, v);
-        m.set("X-Request-Id", ex_.request_id);
-        if (up_.caps && up_.caps->adjust_headers(m.base())) up_.chunked = true;  // rewritten: length unknown
-        // An HTTP/1.0 client cannot read chunks: the end of its body is the
-        // end of the connection.
-        if (up_.chunked && req_.method() != http::verb::head) {
-            if (req_.version() >= 11) m.chunked(true);
-            else ex_.keep_alive = false;
-        }
-        m.keep_alive(ex_.keep_alive && !gate_.draining());
-        if (ex_.final_charge >= 0) m.set("X-OT-Cost", format_ms(ex_.final_charge));
-        ex_.status_sent = m.result_int();
-        up_.sr.emplace(m);
-    }
-    auto& b = m.body();
-    b.data = const_cast<char*>(data);
-    b.size = n;
-    b.more = more;
-    client_io(cfg_->limits.idle_timeout_s);
-    ex_.client_write_at = Clock::now();
-    http::async_write(socket_, *up_.sr, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
-        self->guard([&] {
-            self->client_io_done();
-            if (more)  // the upstream waited on this client meanwhile
-                self->ex_.client_blocked_ms += std::chrono::duration<double, std::milli>(Clock::now() - self->ex_.client_write_at).count();
-            if (ec == http::error::need_buffer) ec = {};
-            if (!self->up_.acc.empty()) std::string().swap(self->up_.acc);
-            if (ec) {
-                // The client left mid-body: nothing more can be said to it.
-                self->drop_upstream();
-                self->release_slot();
-                self->ex_.upstream_error = "client gone: " + ec.message();
-                self->ex_.up_last = Clock::now();
-                self->settle(Ending::Abandoned);
-                return self->close();
-            }
-            if (more) return self->relay_read();
-            self->upstream_done();
-            const bool again = self->up_.parser->get().keep_alive();
-            self->finished();
-            if (!again) return self->close();
-            self->read();
-        });
-    });
-}
-
-void Session::upstream_broke(beast::error_code ec) {
-    if (!up_.sr) return upstream_failed(ec);  // nothing sent yet: a proper error answer
-    drop_upstream();
-    release_slot();
-    gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), true);
-    ex_.upstream_error = "upstream broke off mid-body: " + ec.message();
-    ex_.up_last = Clock::now();
-    settle(Ending::Broken);
-    close();
-}
-
-void Session::upstream_done() {
-    gate_.metrics().upstream(worker_, seconds_since(ex_.up_started), false);
-    if (up_.conn && up_.keep_alive && up_.parser->is_done() && up_.buf->size() == 0) {
-        up_.conn->expires_never();
-        gate_.pool(worker_).put(std::move(up_.conn), Clock::now());
-    }
-    drop_upstream();
-    release_slot();
-    maybe_refund(ex_.upstream_status, ex_.body_bytes == 0);
-    settle(Ending::Complete);
 }
 
 // The leader has the whole (small) body: one copy for every waiter. A
@@ -481,7 +276,7 @@ void Session::refund(double fraction) {
     else
         gate_.buckets().refund(ex_.bucket_key, ex_.refunded, ex_.budget, now_us());
     refund_cell();  // the area budget's share
-    gate_.metrics().refunded(worker_, std::string(log_class(ex_)), ex_.refunded);
+    gate_.metrics().refunded(worker_, log_class(ex_), ex_.refunded);
 }
 
 }  // namespace ot::gate
