@@ -100,6 +100,10 @@ echo "# A: shared_preload_libraries = '$(qa 'SHOW shared_preload_libraries')', m
 echo "# A loaded $libfile: md5 $lib_at_start"
 echo "# B: shared_preload_libraries = '$(qb 'SHOW shared_preload_libraries')', ogc_throttle loaded: $(qb "SELECT count(*) > 0 FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")"
 [ "$(qb "SELECT count(*) FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")" = 0 ] || die "B has the library loaded"
+PGBENCH_SEED=${PGBENCH_SEED:-4242}
+plan_q="EXPLAIN (COSTS OFF) SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(1000000, 6500000), 3857), 2000)"
+plan_a=$(qa "$plan_q" | tr '\n' ' '); plan_b=$(qb "$plan_q" | tr '\n' ' ')
+echo "# same plans: $([ "$plan_a" = "$plan_b" ] && echo yes || echo "NO: A $plan_a / B $plan_b")"
 echo "# same data: A $(qa "SELECT count(*) || ' points, ' || (SELECT count(*) FROM pgbench_accounts) || ' accounts, checksum ' || sum(hashtext(ST_AsText(geom))::numeric) FROM pts")"
 echo "#            B $(qb "SELECT count(*) || ' points, ' || (SELECT count(*) FROM pgbench_accounts) || ' accounts, checksum ' || sum(hashtext(ST_AsText(geom))::numeric) FROM pts")"
 
@@ -122,7 +126,8 @@ pgbench_run() {
   case $3 in -t*) len=("$3") ;; esac
   local pm base t0 t1 ntx
   pm=$(postmaster_pid "$d"); base=$(nchildren "$pm"); t0=$(children_ticks "$pm")
-  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c 2 -j 2 "${len[@]}" "${script[@]}" \
+  # One seed for the run: A and B get the same sequence of random arguments.
+  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c 2 -j 2 --random-seed="$PGBENCH_SEED" "${len[@]}" "${script[@]}" \
     -h "$d" -p "$p" -U postgres postgres >"$work/last_pgbench.log" 2>&1
   local tps
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/last_pgbench.log")
