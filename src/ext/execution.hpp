@@ -56,6 +56,12 @@ Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, 
 // Runs body(arg) as one metered pass of e: timed, cut off at its deadline,
 // settled (also when body throws, which it then rethrows).
 void meter_pass(Execution* e, void (*body)(void*), void* arg);
+// The same pass begun and ended by two calls (a function manager hook's START
+// and END), cb living as long as the pass. meter_failed: the pass died (the
+// caller has taken cb off error_context_stack); e is closed.
+void meter_begin(Execution* e, ErrorContextCallback* cb);
+void meter_end(Execution* e, ErrorContextCallback* cb);
+void meter_failed(Execution* e);
 // The statement is over: refunds the unused deposit, records statistics.
 void close_execution(Execution* e, bool completed);
 // No metered pass on the stack, no executor pass either.

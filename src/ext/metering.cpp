@@ -281,6 +281,10 @@ void meter_pass(Execution* e, void (*body)(void*), void* arg) {
     pass_end(e, &cb);
 }
 
+void meter_begin(Execution* e, ErrorContextCallback* cb) { pass_begin(e, cb); }
+void meter_end(Execution* e, ErrorContextCallback* cb) { pass_end(e, cb); }
+void meter_failed(Execution* e) { pass_failed(e); }
+
 void close_execution(Execution* e, bool completed) { finish(e, completed); }
 
 OT_HOT bool metering_idle() { return running == nullptr && run_depth == 0; }

@@ -6,6 +6,7 @@ extern "C" {
 #include "access/parallel.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
+#include "utils/portal.h"
 }
 
 // Utility statements that do work of their own, outside the executor or
@@ -21,6 +22,16 @@ namespace {
 
 ProcessUtility_hook_type prev_utility = nullptr;
 
+// A cursor WITH HOLD was run to its end at COMMIT (metered then); from there
+// on its FETCHes and MOVEs read the stored rows, never the executor: a SCROLL
+// one could be re-read, rows sent and all, as often as asked for nothing. A
+// cursor still in its transaction is metered by its executor passes.
+bool reads_held_rows(const FetchStmt* f) {
+    if (f->portalname == nullptr || f->portalname[0] == '\0') return false;
+    const Portal portal = GetPortalByName(f->portalname);
+    return PortalIsValid(portal) && portal->holdStore != nullptr && portal->queryDesc == nullptr;
+}
+
 bool does_work(const Node* n) {
     switch (nodeTag(n)) {
         case T_IndexStmt:
@@ -34,6 +45,7 @@ bool does_work(const Node* n) {
         case T_CreateStatsStmt:
         case T_DoStmt:  // PL/pgSQL's simple expressions never reach the executor hooks
         case T_CallStmt: return true;
+        case T_FetchStmt: return reads_held_rows(reinterpret_cast<const FetchStmt*>(n));
         default: return false;
     }
 }

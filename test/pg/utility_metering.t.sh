@@ -57,6 +57,29 @@ echo "# VACUUM ANALYZE: '$r', bucket spent $(spent_since "$before")"
 check "VACUUM ANALYZE is measured" ge "$(sed -n 1p <<<"$r" | cut -d' ' -f1)" 1
 check "... and the session goes on" grep -q '^alive$' <<<"$r"
 
+# --- a cursor WITH HOLD is read from its stored rows after COMMIT: every re-read pays ----------------
+# (SCROLL, so MOVE ABSOLUTE 0 rewinds it; 0.2 ran it once at COMMIT and served the re-reads for nothing)
+PEEK="\\! psql -X -At -h $DIR -p $PORT -U postgres -d postgres -c \"SELECT tokens FROM throttle_peek('util')\""
+cat >"$DIR/held.sql" <<SQL
+DECLARE held SCROLL CURSOR WITH HOLD FOR SELECT i, g, ST_AsText(g) FROM pts;
+$PEEK
+\\o /dev/null
+FETCH ALL FROM held;
+MOVE ABSOLUTE 0 IN held;
+FETCH ALL FROM held;
+MOVE ABSOLUTE 0 IN held;
+FETCH ALL FROM held;
+\\o
+$PEEK
+SQL
+chmod 644 "$DIR/held.sql"
+q "SELECT throttle_reset('util')" >/dev/null
+r=$(u -f "$DIR/held.sql")
+read -r after_declare after_reads <<<"$(echo $r)"
+reads=$(awk -v a="$after_declare" -v b="$after_reads" 'BEGIN { printf "%.1f", a - b }')
+echo "# held cursor over 300 000 rows: tokens after DECLARE (run at COMMIT) $after_declare, after 3 reads $after_reads"
+check "three FETCH ALL of a held cursor are charged ($reads ms >= 30)" ge "$reads" 30
+
 # --- over budget: cut off with 53T01; in debt: refused; BEGIN/SET/COMMIT still work ----------------
 q "ALTER ROLE util SET ogc_throttle.capacity = 200; ALTER ROLE util SET ogc_throttle.cutoff_grace = 0" >/dev/null
 q "SELECT throttle_reset('util')" >/dev/null
