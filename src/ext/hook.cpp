@@ -229,7 +229,7 @@ void install_hooks() {
     install_metering_hooks();
     install_utility_metering();
     install_planning_metering();
-    install_trigger_metering();
+    install_function_metering();
 }
 
 }  // namespace ot::ext

@@ -25,7 +25,7 @@ void pricing_aborted(SubTransactionId from);
 void install_utility_metering();
 // Meters the planning of top-level statements (planning_metering.cpp).
 void install_planning_metering();
-// Meters trigger functions that run outside any metered statement: deferred
-// triggers at COMMIT, event triggers (trigger_metering.cpp).
-void install_trigger_metering();
+// Meters function calls that run outside any metered statement: deferred
+// triggers at COMMIT, event triggers, fast-path calls (function_metering.cpp).
+void install_function_metering();
 }

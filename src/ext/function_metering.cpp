@@ -1,0 +1,209 @@
+#include "ext/execution.hpp"
+#include "ext/hook.hpp"
+#include "ext/sql_args.hpp"
+
+extern "C" {
+#include "access/parallel.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/backend_status.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+}
+
+// Function calls that run when no statement is being metered, and would
+// otherwise be free (a PL/pgSQL loop of simple expressions never reaches the
+// executor hooks):
+// - trigger functions: deferred (constraint) triggers fired at COMMIT or by
+//   SET CONSTRAINTS, event triggers around DDL that is not metered itself. An
+//   INSERT charged 0.2 ms had its COMMIT burn 75 ms for nothing.
+// - the fast-path function call protocol (libpq's PQfn): a function called
+//   by OID, outside any statement. A 500 ms PL/pgSQL function cost nothing.
+// Each such call of a SQL, PL or C function is a metered pass of its own:
+// refused while the bucket is in debt (a COMMIT whose deferred triggers are
+// refused fails and rolls back), timed, charged, cut off at its deadline.
+// Built-in functions never reach the function manager hook, so a fast-path
+// call of one is refused outright, except the large-object functions that
+// libpq's lo_* interface calls this way (their work is the bytes they move).
+// Calls inside a metered statement (its own AFTER triggers) are on its clock
+// already and pass through untouched. Client backends only: a logical
+// replication worker's triggers are not a client's work to refuse.
+namespace ot::ext {
+namespace {
+
+needs_fmgr_hook_type prev_needs = nullptr;
+fmgr_hook_type prev_fmgr = nullptr;
+object_access_hook_type prev_access = nullptr;
+
+// What needs_fmgr_hook answered per function: it is asked at every lookup of
+// every non-built-in function (PostGIS's included), each statement. A
+// function's return type never changes; the memo is dropped on any pg_proc
+// invalidation, which also covers an OID reused after DROP FUNCTION.
+struct Memo {
+    Oid fn;
+    bool trigger;
+};
+constexpr int kMemo = 64;
+Memo memo[kMemo];
+bool memo_callback = false;
+
+void forget_memo(Datum, int, uint32) {
+    for (auto& m : memo) m.fn = InvalidOid;
+}
+
+bool returns_trigger(Oid fn) {
+    Memo& m = memo[fn % kMemo];
+    if (m.fn == fn) return m.trigger;
+    if (!memo_callback) {
+        CacheRegisterSyscacheCallback(PROCOID, forget_memo, 0);
+        memo_callback = true;
+    }
+    bool trigger = false;
+    if (HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn)); HeapTupleIsValid(tup)) {
+        const Oid rettype = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup))->prorettype;
+        trigger = rettype == TRIGGEROID || rettype == EVENT_TRIGGEROID;
+        ReleaseSysCache(tup);
+    }
+    m = {fn, trigger};
+    return trigger;
+}
+
+// The backend is serving a fast-path call message (PostgresMain reports
+// STATE_FASTPATH before it; with track_activities off nothing tells).
+bool in_fastpath() {
+    return MyBEEntry != nullptr && MyBEEntry->st_state == STATE_FASTPATH && MyBackendType == B_BACKEND;
+}
+
+// Every non-built-in function looked up while a fast-path message is served
+// is watched: the called function, its arguments' input functions, what runs
+// at the commit that ends the message.
+bool needs_hook(Oid fn) {
+    return (prev_needs != nullptr && prev_needs(fn)) || in_fastpath() || returns_trigger(fn);
+}
+
+// The call being metered (its FmgrInfo: START, END and ABORT of one call
+// name the same one; the calls it makes in turn have their own) and its pass.
+// Nothing here uses fmgr_hook's private datum: a chained hook owns it.
+const FmgrInfo* metered_call = nullptr;
+Execution* call_exec = nullptr;
+ErrorContextCallback call_cb;
+
+bool meters_here(Oid fn) {
+    return metered_call == nullptr && MyBackendType == B_BACKEND && metering_idle() && current_mode() != Mode::Off &&
+           true_up_enabled() && !IsParallelWorker() && shared_memory_ready() && (in_fastpath() || returns_trigger(fn));
+}
+
+void start(const FmgrInfo* call) {
+    if (!meters_here(call->fn_oid)) return;
+    const IdentityKey id = own_identity();
+    const core::Budget b = usable_budget();
+    const Mode mode = current_mode();
+    // Nothing to estimate: admitted unless the bucket is in debt (a refusal is an ERROR from here).
+    const double tokens_left = admit_further_pass(id, b, mode);
+    Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
+    if (e == nullptr) return;  // 64 open cursors: unmetered, as their own statements would be
+    meter_begin(e, &call_cb);
+    call_exec = e;
+    metered_call = call;
+}
+
+// END and ABORT of the call start() metered. At ABORT, fmgr_security_definer
+// has restored error_context_stack to what it was at START: our callback is
+// still on it, and comes off here.
+void stop(const FmgrInfo* call, bool completed) {
+    if (call != metered_call) return;
+    Execution* e = call_exec;
+    metered_call = nullptr;
+    call_exec = nullptr;
+    if (completed) {
+        meter_end(e, &call_cb);
+        close_execution(e, true);
+    } else {
+        error_context_stack = call_cb.previous;
+        meter_failed(e);
+    }
+}
+
+void on_fmgr(FmgrHookEventType event, FmgrInfo* flinfo, Datum* priv) {
+    if (prev_fmgr != nullptr) prev_fmgr(event, flinfo, priv);
+    switch (event) {
+        case FHET_START: start(flinfo); break;
+        case FHET_END: stop(flinfo, true); break;
+        case FHET_ABORT: stop(flinfo, false); break;
+    }
+}
+
+bool large_object_function(Oid fn) {
+    switch (fn) {
+        case F_LO_OPEN:
+        case F_LO_CLOSE:
+        case F_LOREAD:
+        case F_LOWRITE:
+        case F_LO_LSEEK:
+        case F_LO_LSEEK64:
+        case F_LO_CREAT:
+        case F_LO_CREATE:
+        case F_LO_TELL:
+        case F_LO_TELL64:
+        case F_LO_TRUNCATE:
+        case F_LO_TRUNCATE64:
+        case F_LO_UNLINK: return true;
+        default: return false;
+    }
+}
+
+bool is_builtin(Oid fn) {
+    bool internal = false;
+    if (HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn)); HeapTupleIsValid(tup)) {
+        internal = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup))->prolang == INTERNALlanguageId;
+        ReleaseSysCache(tup);
+    }
+    return internal;
+}
+
+// The fast-path message whose own function was judged: each message sets a
+// new statement start time, and its first execute check is for the function
+// it calls (its arguments' input functions and the commit come after).
+TimestampTz judged_message = 0;
+
+void judge_fastpath_call(Oid fn) {
+    const TimestampTz message = GetCurrentStatementStartTimestamp();
+    if (message == judged_message) return;
+    judged_message = message;
+    const Mode mode = current_mode();
+    if (mode == Mode::Off || !metering_idle() || large_object_function(fn) || !is_builtin(fn)) return;
+    const char* name = get_func_name(fn);
+    ereport(mode == Mode::Log ? LOG : ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg(mode == Mode::Log ? "ogc_throttle: would refuse a fast-path call of built-in function %s (log mode)"
+                                      : "ogc_throttle: fast-path call of built-in function %s refused",
+                    name ? name : "?"),
+             errdetail("A built-in function called through the fast-path protocol runs outside any statement, where "
+                       "ogc_throttle cannot measure it; only the large-object functions are served this way."),
+             errhint("Call it in a statement: SELECT %s(...).", name ? name : "the function")));
+}
+
+void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
+    if (prev_access != nullptr) prev_access(access, classId, objectId, subId, arg);
+    if (access == OAT_FUNCTION_EXECUTE && in_fastpath()) judge_fastpath_call(objectId);
+}
+
+}  // namespace
+
+void install_function_metering() {
+    prev_needs = needs_fmgr_hook;
+    needs_fmgr_hook = needs_hook;
+    prev_fmgr = fmgr_hook;
+    fmgr_hook = on_fmgr;
+    prev_access = object_access_hook;
+    object_access_hook = on_access;
+}
+
+}  // namespace ot::ext

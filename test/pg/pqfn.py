@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Calls one function through libpq's fast-path interface (PQfn), the way a
+client could to run a function outside any statement.
+
+    pqfn.py CONNINFO FUNCTION_OID ARG...
+
+Each ARG is int:N (int4), float8:X or text:S; the result is read as an int4.
+Prints "ok <result>" or "error <SQLSTATE> <message>"; exit status 0 either way
+(2 when the connection fails). Uses libpq5 through ctypes: no driver needed.
+"""
+import ctypes
+import ctypes.util
+import struct
+import sys
+
+
+class _U(ctypes.Union):
+    _fields_ = [("ptr", ctypes.c_void_p), ("integer", ctypes.c_int)]
+
+
+class PQArgBlock(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_int), ("isint", ctypes.c_int), ("u", _U)]
+
+
+def main():
+    lib = ctypes.CDLL(ctypes.util.find_library("pq") or "libpq.so.5")
+    lib.PQconnectdb.restype = ctypes.c_void_p
+    lib.PQconnectdb.argtypes = [ctypes.c_char_p]
+    lib.PQstatus.argtypes = [ctypes.c_void_p]
+    lib.PQerrorMessage.restype = ctypes.c_char_p
+    lib.PQerrorMessage.argtypes = [ctypes.c_void_p]
+    lib.PQfn.restype = ctypes.c_void_p
+    lib.PQfn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
+                         ctypes.c_int, ctypes.POINTER(PQArgBlock), ctypes.c_int]
+    lib.PQresultStatus.argtypes = [ctypes.c_void_p]
+    lib.PQresultErrorField.restype = ctypes.c_char_p
+    lib.PQresultErrorField.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.PQclear.argtypes = [ctypes.c_void_p]
+    lib.PQfinish.argtypes = [ctypes.c_void_p]
+
+    conn = lib.PQconnectdb(sys.argv[1].encode())
+    if lib.PQstatus(conn) != 0:  # CONNECTION_OK
+        print("connect failed:", lib.PQerrorMessage(conn).decode(errors="replace"), file=sys.stderr)
+        return 2
+    args = (PQArgBlock * max(1, len(sys.argv) - 3))()
+    keep = []
+    for i, spec in enumerate(sys.argv[3:]):
+        kind, _, value = spec.partition(":")
+        if kind == "int":
+            args[i].len, args[i].isint, args[i].u.integer = 4, 1, int(value)
+        else:
+            raw = struct.pack("!d", float(value)) if kind == "float8" else value.encode()
+            buf = ctypes.create_string_buffer(raw, len(raw))
+            keep.append(buf)
+            args[i].len, args[i].isint, args[i].u.ptr = len(raw), 0, ctypes.cast(buf, ctypes.c_void_p)
+    result = ctypes.c_int(0)
+    result_len = ctypes.c_int(0)
+    res = lib.PQfn(conn, int(sys.argv[2]), ctypes.byref(result), ctypes.byref(result_len), 1, args,
+                   len(sys.argv) - 3)
+    if lib.PQresultStatus(res) == 1:  # PGRES_COMMAND_OK
+        print("ok", result.value if result_len.value > 0 else "null")
+    else:
+        state = lib.PQresultErrorField(res, ord("C")) or b"?"
+        msg = lib.PQresultErrorField(res, ord("M")) or lib.PQerrorMessage(conn)
+        print("error", state.decode(), msg.decode(errors="replace"))
+    lib.PQclear(res)
+    lib.PQfinish(conn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
