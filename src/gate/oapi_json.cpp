@@ -199,16 +199,18 @@ struct OapiRewriter::Impl {
         std::string body;
         if (is_openapi(doc)) {
             report.kind = CapsDocKind::OpenApi;
+            bool changed = rewrite_swagger_host(doc);
             if (limits.count_default > 0) {
                 LimitCapper capper{limits.count_default, report};
                 capper.run(doc);
-                if (capper.changed) {
-                    try {
-                        body = doc.dump();
-                    } catch (const nlohmann::json::exception&) {  // invalid UTF-8 in a string: leave it be
-                        report.changes.clear();
-                        body.clear();
-                    }
+                changed |= capper.changed;
+            }
+            if (changed) {
+                try {
+                    body = doc.dump();
+                } catch (const nlohmann::json::exception&) {  // invalid UTF-8 in a string: leave it be
+                    report.changes.clear();
+                    body.clear();
                 }
             }
         }
@@ -216,6 +218,41 @@ struct OapiRewriter::Impl {
         std::string().swap(buf);
         streaming = true;
         scan(body.data(), body.size(), out, true);
+    }
+
+    // Swagger 2 names its server in pieces: schemes[0]://host + basePath. A
+    // client builds every URL from them, so the address scan (which looks for
+    // "scheme://") never sees it. Whatever host it names is the map server (as
+    // servers[].url in OpenAPI 3); it becomes the public base's, with the base's
+    // path before basePath. True when the document changed.
+    bool rewrite_swagger_host(ojson& doc) {
+        if (!urls.active() || !doc.contains("swagger")) return false;
+        auto host = doc.find("host");
+        if (host == doc.end() || !host->is_string()) return false;
+        std::string scheme = "http";
+        if (auto sc = doc.find("schemes"); sc != doc.end() && sc->is_array() && !sc->empty() && (*sc)[0].is_string())
+            scheme = (*sc)[0].get<std::string>();
+        const std::string origin = url_origin(scheme + "://" + host->get<std::string>());
+        std::size_t auth_end = 0;
+        const std::string& base = limits.public_base;
+        const std::string base_origin = url_origin(base, &auth_end);
+        if (origin.empty() || base_origin.empty() || origin == base_origin) return false;
+        urls.add_origin(origin);
+        const std::size_t auth_begin = base.find("://") + 3;
+        std::string base_path = base.substr(auth_end);
+        while (!base_path.empty() && base_path.back() == '/') base_path.pop_back();
+        std::string base_path_tail;
+        if (auto bp = doc.find("basePath"); bp != doc.end() && bp->is_string()) base_path_tail = bp->get<std::string>();
+        if (!base_path_tail.empty() && base_path_tail.front() != '/') base_path_tail.insert(0, "/");
+        const std::string new_path = base_path + base_path_tail;
+        report.changes.push_back("swagger host " + host->get<std::string>() + " -> " +
+                                 base.substr(auth_begin, auth_end - auth_begin));
+        *host = base.substr(auth_begin, auth_end - auth_begin);
+        doc["schemes"] = ojson::array({base.substr(0, auth_begin - 3)});
+        doc["basePath"] = new_path.empty() ? "/" : new_path;
+        ++scanner.rewritten;
+        if (report.first_foreign_origin.empty()) report.first_foreign_origin = origin;
+        return true;
     }
 
     // The map server's own address, whatever host it names: an OpenAPI

@@ -104,6 +104,31 @@ TEST(OapiJson, LimitInComponentsPathsRefsAndSwagger) {
     EXPECT_EQ(s["paths"]["/i"]["get"]["parameters"][0]["maximum"], 100);
 }
 
+// Swagger 2 names its server as host + basePath (+ schemes), which no address
+// scan finds: a client reading it went straight to the map server.
+TEST(OapiJson, SwaggerHostAndBasePathNameTheGate) {
+    const std::string in = R"({"swagger":"2.0","host":"127.0.0.1:18900","basePath":"/ogcapi","schemes":["http"],
+      "paths":{"/collections":{"get":{"responses":{"200":{"description":"see http://127.0.0.1:18900/ogcapi/x"}}}}}})";
+    RewriteReport rep;
+    const std::string out = rewrite_oapi(in, limits(), kBuffered, &rep);
+    const json d = json::parse(out);
+    EXPECT_EQ(d["host"], "gate.example");
+    EXPECT_EQ(d["schemes"], json::array({"https"}));
+    EXPECT_EQ(d["basePath"], "/maps/ogcapi");  // the public base's path, then the document's
+    EXPECT_EQ(out.find("127.0.0.1"), std::string::npos) << out;
+    EXPECT_EQ(rep.first_foreign_origin, "http://127.0.0.1:18900");
+    // No schemes: http; no basePath: the base's path alone; a host the gate was not told of is still the map server.
+    const json e = json::parse(rewrite_oapi(R"({"swagger":"2.0","host":"mapserver.internal","paths":{}})", limits(), kBuffered));
+    EXPECT_EQ(e["host"], "gate.example");
+    EXPECT_EQ(e["basePath"], "/maps");
+    // Already the gate's: untouched bytes.
+    const std::string own = R"({"swagger":"2.0","host":"gate.example","schemes":["https"],"basePath":"/maps","paths":{}})";
+    EXPECT_EQ(rewrite_oapi(own, limits(), kBuffered), own);
+    // No public base: nothing to say.
+    CapabilityLimits none;
+    EXPECT_EQ(rewrite_oapi(in, none, kBuffered), in);
+}
+
 TEST(OapiJson, NoCapNoAddressMeansTheSameBytes) {
     const std::string in = fixture("mapserver-oapi-api.json");
     CapabilityLimits none;
