@@ -67,9 +67,8 @@ for r in $(seq "$ROUNDS"); do
     echo "$m $tps $mem" >>"$work/results"
   done
 done
-awk '{ t[$1] = t[$1] " " $2; m[$1] = $3 }
-  function med(s,   a, n) { n = split(s, a, " "); asort(a); return a[int((n + 1) / 2)] }
-  END { ls = med(t["local"]); sh = med(t["shared"]);
-        printf "median tps: local %.1f, shared %.1f (shared/local %.3f); a backend holds %d bytes less\n",
-               ls, sh, sh / ls, m["local"] - m["shared"] }' "$work/results"
+med() { grep "^$1 " "$work/results" | cut -d' ' -f2 | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mem() { grep "^$1 " "$work/results" | tail -1 | cut -d' ' -f3; }
+awk -v ls="$(med local)" -v sh="$(med shared)" -v ml="$(mem local)" -v ms="$(mem shared)" 'BEGIN {
+  printf "median tps: local %.1f, shared %.1f (shared/local %.3f); a backend holds %d bytes less\n", ls, sh, sh / ls, ml - ms }'
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
