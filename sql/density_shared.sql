@@ -33,6 +33,13 @@ SELECT ds_rows(0.004) BETWEEN 400 AND 1500 AS priced_again;
 SELECT readers FROM ds_entry();
 COMMIT;
 SELECT readers FROM ds_entry();
+-- An error ends the transaction and its pins alike.
+BEGIN;
+SELECT ds_rows(0.003) > 0 AS priced_before_the_error;
+SELECT readers FROM ds_entry();
+SELECT 1 / 0;
+ROLLBACK;
+SELECT readers FROM ds_entry();
 -- A rebuild not yet committed: priced from this transaction's own copy, the store untouched.
 INSERT INTO ds_pts SELECT 10000 + i, ST_SetSRID(ST_MakePoint(10, 50), 4326) FROM generate_series(1, 3000) i;
 BEGIN;
