@@ -101,6 +101,14 @@ void on_relcache(Datum, Oid relid) {
         if (cache.entries[i].relid == relid) forget(i);
 }
 
+// A read that an error interrupted: its pin (if it got one) and its copy go.
+void release_pending() {
+    if (cache.pending.pinned) density_shared_unpin(cache.pending.shared);
+    if (cache.pending.blob != nullptr) pfree(cache.pending.blob);
+    cache.pending = {};
+    cache.reading = false;
+}
+
 // Pins last for one transaction, so that an idle backend holds no grid in the store.
 void on_xact(XactEvent event, void*) {
     if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE)
@@ -115,12 +123,7 @@ void on_xact(XactEvent event, void*) {
     // A build of this transaction is committed (and shared next time) or gone.
     for (int i = cache.n - 1; i >= 0 && cache.transient > 0; i--)
         if (cache.entries[i].transient) forget(i);
-    // An error struck while an entry was being read.
-    if (cache.reading) {
-        if (cache.pending.pinned) density_shared_unpin(cache.pending.shared);
-        if (cache.pending.blob != nullptr) pfree(cache.pending.blob);
-        cache.reading = false;
-    }
+    if (cache.reading) release_pending();
 }
 
 Oid density_table() {
@@ -235,6 +238,8 @@ const Entry* lookup(Oid relid, AttrNumber attnum) {
         if (held + (size_t{5} << 20) <= kMaxCacheBytes && cache.n < static_cast<int>(lengthof(cache.entries))) break;
         forget(0);
     }
+    // Still reading: an error interrupted the last read and a subtransaction's abort caught it.
+    if (cache.reading) release_pending();
     cache.pending = {relid, attnum, Where::None, false, false, nullptr, {}};
     cache.reading = true;
     if (OidIsValid(table)) resolve(&cache.pending);
