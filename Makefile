@@ -12,7 +12,7 @@ CORE_OBJS := $(CORE_SRCS:.cpp=.o)
 EXT_SRCS  := $(wildcard src/ext/*.cpp)
 OBJS       = $(EXT_SRCS:.cpp=.o) $(CORE_OBJS)
 
-REGRESS     = setup spend estimators privileges views hook_shapes hook_modes hook_schema hook_fidelity metering upgrade
+REGRESS     = setup spend estimators privileges views hook_shapes hook_modes hook_schema hook_fidelity density_shared metering upgrade
 
 WARNINGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 PG_CXXFLAGS = -std=c++17 $(WARNINGS) -Wno-register -Isrc -MMD -MP

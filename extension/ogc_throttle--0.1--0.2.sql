@@ -97,3 +97,24 @@ CREATE FUNCTION throttle_features(query text, OUT class text, OUT calls float8, 
     AS 'MODULE_PATHNAME', 'throttle_features' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION throttle_features(text) IS
     'The quantities a statement is priced from, per cost class (calls charged the fixed term, rows charged the per-row term; class "unpriced" counts terms at cost_max): price = sum of weight x quantity.';
+
+------------------------------------------------------------------------------
+-- density grids in shared memory (ogc_throttle.density_shared_memory).
+------------------------------------------------------------------------------
+CREATE FUNCTION throttle_density_shared_all(OUT database oid, OUT relid oid, OUT attnum int2, OUT bytes bigint,
+        OUT readers int, OUT replaced boolean, OUT last_used timestamptz)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_density_shared_all' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE VIEW throttle_density_shared AS SELECT * FROM throttle_density_shared_all();
+COMMENT ON VIEW throttle_density_shared IS
+    'Density grids in the shared store, every database''s: readers = transactions reading it now; replaced = superseded or evicted, freed when its last reader ends.';
+CREATE FUNCTION throttle_density_shared_stats(OUT size_bytes bigint, OUT used_bytes bigint, OUT grids int,
+        OUT loads bigint, OUT shares bigint, OUT evictions bigint, OUT replacements bigint, OUT refused bigint)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'throttle_density_shared_stats' LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION throttle_density_shared_stats() IS
+    'The density grids'' shared store: its size, bytes held, grids, loads (grids read from the table into it), shares (a backend found its copy), evictions, replacements (a rebuilt grid), refused (did not fit: read by each backend); NULLs without a store.';
+REVOKE ALL ON FUNCTION throttle_density_shared_all(), throttle_density_shared_stats() FROM PUBLIC;
+REVOKE ALL ON throttle_density_shared FROM PUBLIC;
+GRANT SELECT ON throttle_density_shared TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_density_shared_all(), throttle_density_shared_stats() TO pg_monitor;

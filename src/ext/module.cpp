@@ -1,6 +1,7 @@
 // _PG_init: settings always; shared memory only when preloaded.
 #include "ext/bucket_table.hpp"
 #include "ext/density_grid.hpp"
+#include "ext/density_shared.hpp"
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
@@ -25,6 +26,7 @@ void on_shmem_request() {
     ot::ext::request_shared_memory();
     ot::ext::identity_stats_request_shmem();
     ot::ext::samples_request_shmem();
+    ot::ext::density_shared_request_shmem();
 }
 
 void on_shmem_startup() {
@@ -32,6 +34,7 @@ void on_shmem_startup() {
     ot::ext::attach_shared_memory();
     ot::ext::identity_stats_attach();
     ot::ext::samples_attach();
+    ot::ext::density_shared_attach();
 }
 }  // namespace
 

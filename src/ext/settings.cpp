@@ -6,6 +6,7 @@
 
 #include "ext/bucket_table.hpp"
 #include "ext/catalog.hpp"
+#include "ext/density_shared.hpp"
 #include "ext/samples.hpp"
 
 extern "C" {
@@ -153,6 +154,14 @@ void define_settings() {
                                 "Priced statements whose features and measured time are kept for calibration (0: none).",
                                 "A shared ring: the oldest sample is overwritten first.", &setting_max_samples,
                                 setting_max_samples, 0, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+        DefineCustomIntVariable("ogc_throttle.density_shared_memory",
+                                "Shared memory for density grids, one copy for every backend (0: each backend "
+                                "reads and keeps its own).",
+                                "Sized at server start (at least 128 kB); when full, the least recently used grid "
+                                "no transaction is reading is evicted, and a grid that does not fit is read by "
+                                "each backend itself.",
+                                &setting_density_shared_kb, setting_density_shared_kb, 0, 16 * 1024 * 1024,
+                                PGC_POSTMASTER, GUC_UNIT_KB, nullptr, nullptr, nullptr);
     }
     DefineCustomEnumVariable("ogc_throttle.calibration", "Whether weights fitted from measured times are used.",
                              "off: the weights set by the administrator; apply: weights refitted from the samples "

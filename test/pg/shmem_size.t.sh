@@ -6,7 +6,7 @@
 # table, so the optional per-identity statistics of the pricing hook (their own
 # table, ogc_throttle.max_identity_stats entries) and the calibration sample
 # store (ogc_throttle.max_samples) are switched off for it and measured
-# separately.
+# separately, and so is the density grids' store (ogc_throttle.density_shared_memory).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -18,6 +18,7 @@ pg_stop "$DIR" fast
 pg_conf_set "$DIR" "shared_preload_libraries = 'ogc_throttle'"
 pg_conf_set "$DIR" "ogc_throttle.max_identity_stats = 0"
 pg_conf_set "$DIR" "ogc_throttle.max_samples = 0"
+pg_conf_set "$DIR" "ogc_throttle.density_shared_memory = 0"
 pg_start "$DIR" "$PORT" || { not_ok "server starts with the library preloaded"; tail -n 20 "$DIR/server.log"; tap_exit; }
 with=$(total)
 max_ids=$(q "SHOW ogc_throttle.max_identities")
@@ -45,4 +46,13 @@ grow() {
 }
 grow ogc_throttle.max_identity_stats "identity statistics (per tracked identity)" 160
 grow ogc_throttle.max_samples "calibration samples" 121  # two floats per cost class (14) and the measured time: 120, and a share of the ring's header
+
+# The density grids' store: the size asked for and a header of 512 slots (~72 bytes each).
+pg_stop "$DIR" fast
+pg_conf_set "$DIR" "ogc_throttle.density_shared_memory = '8MB'"
+pg_start "$DIR" "$PORT" || { not_ok "server starts with density_shared_memory = 8MB"; tap_exit; }
+now=$(total)
+echo "# density_shared_memory 8MB: $((now - prev)) bytes"
+check "the density store takes 8 MB and at most 64 kB more (got $((now - prev)))" \
+  test "$((now - prev))" -ge 8388608 -a "$((now - prev))" -le $((8388608 + 65536))
 tap_exit
