@@ -7,6 +7,9 @@
 -- The three timings of a query come from three passes over the whole workload, not three runs in
 -- a row: on the shared machine a burst of other work lasts seconds, and three back-to-back runs
 -- all fell in it (a 0.6 ms tile measured 5.2 ms) where the median of three spread passes does not.
+-- Each pass takes the queries in another order (id·k mod 1009, a permutation for k < 1009), so that
+-- no query follows the same neighbour twice: a 0.2 ms tile run right after a parallel 1 s tile
+-- (its workers still exiting on the 2 cores) took 2.2 ms in each of three passes in one order.
 SET ogc_throttle.mode = 'off';
 SET statement_timeout = 0;  -- the DO blocks below are one statement each
 DROP TABLE IF EXISTS fres;
@@ -39,7 +42,7 @@ DECLARE
   j json;
 BEGIN
   FOR pass IN 1..3 LOOP
-    FOR q IN SELECT * FROM fq ORDER BY id LOOP
+    FOR q IN SELECT * FROM fq ORDER BY (id * (ARRAY[389, 577, 811])[pass]) % 1009 LOOP
       EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q.sql INTO j;
       UPDATE fres SET runs = runs || (j->0->>'Execution Time')::float8 WHERE id = q.id;
       COMMIT;
