@@ -81,7 +81,7 @@ COMMIT;
 
 -- Refusals: short on tokens, and a statement that can never fit.
 SELECT throttle_reset(current_user);
-SET ogc_throttle.capacity = 0.4;
+SET ogc_throttle.capacity = 0.5;  -- a price over half of it (0.43 with a statement at 0.05 ms)
 SET ogc_throttle.rate = 0.013;  -- keeps the retry time clear of a whole second
 SET ogc_throttle.cost_max = 1000;
 -- A price over half the capacity, whatever the default weights: the first fits, the second does not.

@@ -56,7 +56,7 @@ $PY "$here/workload.py" "$work/cities.tsv" "$NQ" "$SEED" >"$work/queries.tsv" ||
 chmod 644 "$work/queries.tsv"
 sql -c "DROP TABLE IF EXISTS fq" -c "CREATE TABLE fq (id int PRIMARY KEY, cls text, sql text)" \
   -c "\\copy fq FROM '$work/queries.tsv'" >/dev/null || die "loading the workload failed"
-echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of 3 EXPLAIN (ANALYZE, TIMING OFF) execution times after a warm-up, hook off"
+echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of 3 EXPLAIN (ANALYZE, TIMING OFF) execution times from 3 passes over the workload after a warm-up pass, hook off"
 t0=$(date +%s)
 sql -f "$work/measure.sql" >/dev/null || die "measure.sql failed"
 echo "# priced and timed in $(( $(date +%s) - t0 )) s"

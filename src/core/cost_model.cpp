@@ -84,11 +84,11 @@ CostModel default_cost_model() noexcept {
     m.of(CostClass::Coverage) = {2.0, 0.0, 8.0};
     m.of(CostClass::Scan) = {0.017, 0.0003, 0.0};      // per scan started; per row read
     m.of(CostClass::Join) = {0.034, 0.0025, 0.0};      // per nested-loop probe; per row through joins/sorts/aggregates
-    m.of(CostClass::Encode) = {0.0, 0.0017, 0.0};      // per row encoded (MVT geometry, GeoJSON, text, reprojection)
+    m.of(CostClass::Encode) = {0.0, 0.001, 0.0};       // per row encoded (MVT geometry and columns, GeoJSON, text, reprojection)
     m.of(CostClass::Distance) = {0.0, 0.0039, 0.0};    // per exact geography predicate (geometry: a tenth counted against a box, in full against another row)
     m.of(CostClass::Worker) = {32.0, 0.0, 0.0};        // per parallel worker launched
     m.of(CostClass::Function) = {0.0, 0.000005, 0.0};  // per row and unit of procost of an otherwise unpriced function
-    m.of(CostClass::Statement) = {0.012, 0.0036, 0.0};  // per statement (executor start-up); per plan node
+    m.of(CostClass::Statement) = {0.05, 0.0036, 0.0};   // per statement (executor start-up); per plan node
     m.of(CostClass::Page) = {0.0, 0.0011, 0.0};        // per heap page an index or bitmap scan fetches
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;

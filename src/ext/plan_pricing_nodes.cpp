@@ -32,6 +32,16 @@ double parallel_divisor(int workers) {
     return std::max(1.0, d);
 }
 
+// Columns of the rows a node returns (a subquery scan's whole row: its subquery's columns).
+int row_width(Plan* p) {
+    if (p != nullptr && IsA(p, SubqueryScan)) p = reinterpret_cast<SubqueryScan*>(p)->subplan;
+    if (p == nullptr) return 1;
+    int n = 0;
+    ListCell* lc;
+    foreach (lc, p->targetlist) n += !lfirst_node(TargetEntry, lc)->resjunk;
+    return std::max(1, n);
+}
+
 double visit_list(PlanCtx* c, List* plans, double loops, double cap, double par) {
     double out = 0;
     ListCell* lc;
@@ -167,8 +177,13 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
             add_upper(c, in, loops);
             out = capped(std::min(in, std::max(1.0, planned(p, par))), cap);
             processed = in;
-            // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row.
-            c->f.rows[static_cast<int>(core::CostClass::Encode)] += tf.encode * in * loops;
+            // ST_AsMVT(ROW(…, ST_AsMVTGeom(…))) encodes every input row, each of its columns once:
+            // on 40 600 points of a tile (CPU time), 3.0 µs a row for id, kind and geometry, 1.0 µs
+            // for the geometry alone, against 1.0 µs for ST_Transform and ST_AsMVTGeom together.
+            {
+                const int mvt = tf.mvt_columns + (tf.mvt_row_var ? row_width(p->lefttree) : 0);
+                c->f.rows[static_cast<int>(core::CostClass::Encode)] += (tf.encode + mvt) * in * loops;
+            }
             break;
         }
         case T_Limit: {

@@ -50,6 +50,15 @@ bool facts_walker(Node* node, ExprFacts* f) {
         if (o->opfuncid == InvalidOid) set_opfuncid(o);
         fn = o->opfuncid;
         args = o->args;
+    } else if (IsA(node, Aggref) && gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) == GisRole::AsMVT) {
+        // ST_AsMVT encodes every column of each row it aggregates: its geometry and each attribute
+        // as a key and a value it looks up in the tile's dictionaries.
+        List* targs = reinterpret_cast<Aggref*>(node)->args;
+        Node* row = targs != NIL ? reinterpret_cast<Node*>(linitial_node(TargetEntry, targs)->expr) : nullptr;
+        if (row != nullptr && IsA(row, RowExpr))
+            f->mvt_columns += list_length(reinterpret_cast<RowExpr*>(row)->args);
+        else if (row != nullptr)
+            f->mvt_row_var = true;
     } else if (IsA(node, SubPlan)) {
         auto* sp = reinterpret_cast<SubPlan*>(node);
         if (sp->parParam != NIL && f->nsub < static_cast<int>(lengthof(f->sub))) f->sub[f->nsub++] = sp->plan_id;
@@ -58,9 +67,10 @@ bool facts_walker(Node* node, ExprFacts* f) {
         switch (gis_role(fn)) {
             case GisRole::DWithinGeography:
             case GisRole::PredicateGeography: f->geog_pred = true; break;
+            case GisRole::IntersectsGeometry:
+            case GisRole::TopologyGeometry: f->geom_topo = true; [[fallthrough]];
             case GisRole::DWithinGeometry:
             case GisRole::DWithinText:
-            case GisRole::IntersectsGeometry:
             case GisRole::PredicateGeometry:
                 f->geom_pred = true;
                 f->join_pred |= other_row_walker(reinterpret_cast<Node*>(args), nullptr);

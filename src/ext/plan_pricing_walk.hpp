@@ -111,9 +111,12 @@ struct PlanCtx {
 struct ExprFacts {
     bool geog_pred;
     bool geom_pred;
+    bool geom_topo;  // ... and one of them places a geometry in another (ST_Intersects, ST_Contains, ST_Within)
     bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
     bool box_filter;  // a box operator (&&, ~, @, geometry_overlaps()) evaluated as a filter, row by row
     int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
+    int mvt_columns;   // columns ST_AsMVT encodes per row, when its row is a ROW(…) of known width
+    bool mvt_row_var;  // ST_AsMVT of a whole row of its input (ST_AsMVT(t.*)): as wide as that row
     int nsub;
     int sub[8];      // plan_ids of correlated SubPlans
     double procost;  // declared cost (pg_proc.procost) of each evaluation, of the functions no other class

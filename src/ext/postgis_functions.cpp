@@ -91,9 +91,12 @@ void classify(Oid fn, Form_pg_proc p) {
                named(name, "_st_dwithin") || named(name, "st_covers") || named(name, "st_coveredby") ||
                named(name, "_st_contains") || named(name, "_st_within") || named(name, "_st_intersects") ||
                named(name, "st_dfullywithin") || named(name, "_st_distance") || named(name, "st_intersects")) {
+        const bool distance = named(name, "st_distance") || named(name, "_st_distance") ||
+                              named(name, "_st_dwithin") || named(name, "st_dfullywithin");
         role = named(arg0, "geography") ? GisRole::PredicateGeography
-               : named(arg0, "geometry") ? GisRole::PredicateGeometry
-                                         : GisRole::None;
+               : !named(arg0, "geometry") ? GisRole::None
+               : distance                 ? GisRole::PredicateGeometry
+                                          : GisRole::TopologyGeometry;
     } else if (named(name, "st_asgeojson") || named(name, "st_astext") || named(name, "st_asbinary") ||
                named(name, "st_transform")) {
         role = GisRole::Encode;
@@ -216,6 +219,7 @@ const char* gis_role_name(GisRole r) {
         case GisRole::OverlapsGeography: return "&&";
         case GisRole::Knn: return "<->";
         case GisRole::PredicateGeometry:
+        case GisRole::TopologyGeometry:
         case GisRole::PredicateGeography: return "predicate";
         case GisRole::Encode: return "encode";
         case GisRole::None: break;

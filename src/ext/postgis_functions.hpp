@@ -26,7 +26,9 @@ enum class GisRole : uint8 {
     WithinGeometryOp,     // @ (of ST_Within)
     OverlapsGeography,    // && on geography
     Knn,                  // <-> (geometry or geography)
-    PredicateGeometry,    // exact tests per row: ST_Contains, ST_Within, ST_Distance, _st_dwithin… on geometry
+    PredicateGeometry,    // exact tests per row: ST_Distance, _st_dwithin, ST_DFullyWithin… on geometry
+    TopologyGeometry,     // exact tests per row that place a geometry in another: ST_Contains, ST_Within,
+                          // ST_Covers, ST_CoveredBy, _st_intersects… (a point in a polygon, not a distance)
     PredicateGeography,   // the same on geography (spheroid maths, ~10x dearer)
     Encode,               // per-row output work: ST_AsGeoJSON, ST_AsText, ST_AsBinary, ST_Transform
 };
