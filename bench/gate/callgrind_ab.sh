@@ -17,7 +17,7 @@ cleanup() { [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/nul
 trap cleanup EXIT
 static_upstream "$tmp" "$P_STATIC" || exit 1
 BUDGET=(--burst 1e9 --rate 1e9); [ "$MODE" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
-Q=$AB_QUERY
+Q=${Q:-$AB_QUERY}  # Q=PATH?QUERY: another request (run.sh's reject path sends a 3-parameter GetCapabilities)
 
 # ir BINARY N: instructions the gate executed from start to exit, serving
 # one probe and N requests on one kept-alive connection.
