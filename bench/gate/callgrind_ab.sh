@@ -13,11 +13,13 @@ N1=${N1:-200} N2=${N2:-1200} MODE=${MODE:-pass}
 P_STATIC=18960 P_GATE=18961 P_ADMIN=18962
 . "$root/bench/gate/lib/static_upstream.sh"
 tmp=$(mktemp -d)
-cleanup() { [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; pkill -f "callgrind.*$P_GATE" 2>/dev/null; sleep 0.2; rm -rf "$tmp"; }
+gate_pid=
+# The gate under valgrind is stopped by its pid (other runs use the same names).
+cleanup() { [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null; [ -n "$gate_pid" ] && kill "$gate_pid" 2>/dev/null; sleep 0.2; rm -rf "$tmp"; }
 trap cleanup EXIT
 static_upstream "$tmp" "$P_STATIC" || exit 1
 BUDGET=(--burst 1e9 --rate 1e9); [ "$MODE" = reject ] && BUDGET=(--burst 1 --rate 0.0001)
-Q=$AB_QUERY
+Q=${Q:-$AB_QUERY}  # Q=PATH?QUERY: another request (run.sh's reject path sends a 3-parameter GetCapabilities)
 
 # ir BINARY N: instructions the gate executed from start to exit, serving
 # one probe and N requests on one kept-alive connection.
@@ -27,7 +29,7 @@ ir() {
   valgrind --tool=callgrind --callgrind-out-file="$out" "$1" --listen "127.0.0.1:$P_GATE" \
     --admin-listen "127.0.0.1:$P_ADMIN" --upstream "http://127.0.0.1:$P_STATIC" --threads 1 "${BUDGET[@]}" \
     >"$tmp/gate.log" 2>"$tmp/gate.err" &
-  pid=$!
+  pid=$! gate_pid=$!
   # Waits on the port without sending a request: every run serves the same ones.
   for i in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$P_GATE") 2>/dev/null && break; sleep 0.1; done
   /usr/bin/python3 - "$P_GATE" "$Q" "$2" <<'PY' || { echo "client failed" >&2; kill "$pid"; return 1; }
@@ -38,7 +40,7 @@ for _ in range(n):
     c.request('GET', q)
     c.getresponse().read()
 PY
-  kill -TERM "$pid"; wait "$pid" 2>/dev/null
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null; gate_pid=
   # CG_KEEP=DIR keeps each profile for callgrind_annotate.
   [ -n "${CG_KEEP:-}" ] && cp "$out" "$CG_KEEP/$(echo "$1" | tr / _).$2.out"
   awk '/^(summary|totals):/ {print $2; exit}' "$out"

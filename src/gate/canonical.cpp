@@ -15,7 +15,7 @@ void fail(OgcRequest& r, std::string why, std::string locator = {}) {
 
 // WCS 2.0 in MapServer matches SIZE*, RESOLUTION* and SUBSET* by prefix
 // (mapwcs20.cpp, EQUALN): SIZEX=... is a size the gate would not see.
-bool prefix_read(const std::string& k) {
+bool prefix_read(std::string_view k) {
     if (istarts_with(k, "SIZE") || istarts_with(k, "RESOLUTION")) return k != "RESOLUTION";
     return istarts_with(k, "SUBSET") && k != "SUBSET" && k != "SUBSETTINGCRS";
 }
@@ -23,9 +23,9 @@ bool prefix_read(const std::string& k) {
 void check_names(OgcRequest& r, const Query& q) {
     for (const Param& p : q.params) {
         if (prefix_read(p.key))
-            return fail(r, "the map server reads the parameter " + p.name.substr(0, 40) +
+            return fail(r, "the map server reads the parameter " + std::string(p.name.substr(0, 40)) +
                                " as a WCS size or subset the gate does not price; use SUBSET and SCALESIZE",
-                        p.name.substr(0, 40));
+                        std::string(p.name.substr(0, 40)));
         if (r.cgi_param.empty() && mapserver_cgi_name(p.key)) r.cgi_param = p.name.substr(0, 40);
     }
 }
@@ -38,7 +38,7 @@ void canonical_names(OgcRequest& r, Query& q) {
         } else if (api) {
             // OGC API servers compare names exactly (MapServer: strcmp).
             const char* s = ogcapi_spelling(p.key);
-            if (s && p.name != s) return fail(r, "the parameter " + p.name + " is spelt " + s, s);
+            if (s && p.name != s) return fail(r, "the parameter " + std::string(p.name) + " is spelt " + s, s);
         }
     }
 }
@@ -59,14 +59,14 @@ void canonicalise(OgcRequest& r, const HttpIn& in, const std::string& encoded_pa
         for (const Param& p : r.query.params)
             if ((known_ogc_name(p.key) && p.key != "MAP") || r.form.find(p.key))
                 return fail(r, "give the request's parameters either in the form body or in the query string, not both",
-                            p.name.substr(0, 40));
+                            std::string(p.name.substr(0, 40)));
     }
     // The gate prices the body; MapServer reads the query string beside it.
     if (r.body_kind == BodyKind::WfsXml || r.body_kind == BodyKind::SearchJson) {
         for (const Param& p : r.query.params)
             if (known_ogc_name(p.key) && p.key != "MAP" && !(r.body_kind == BodyKind::SearchJson && ogcapi_spelling(p.key)))
                 return fail(r, "a request with an XML or JSON body takes no OGC parameters in the query string",
-                            p.name.substr(0, 40));
+                            std::string(p.name.substr(0, 40)));
     }
     check_names(r, r.query);
     check_names(r, r.form);

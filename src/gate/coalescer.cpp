@@ -45,20 +45,21 @@ std::uint64_t Coalescer::joined_total() const {
 
 namespace {
 
-bool case_insensitive_value(const std::string& k) {
+bool case_insensitive_value(std::string_view k) {
     for (const char* n : {"SERVICE", "REQUEST", "VERSION", "FORMAT", "CRS", "SRS", "EXCEPTIONS", "TRANSPARENT",
                           "TILEMATRIXSET", "INFO_FORMAT"})
         if (k == n) return true;
     return false;
 }
 
-std::string upper(std::string s) {
+std::string upper(std::string_view v) {
+    std::string s(v);
     for (char& ch : s)
         if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
     return s;
 }
 
-void field(std::string& out, const std::string& s) {
+void field(std::string& out, std::string_view s) {
     // Length-prefixed, so no value can forge a separator.
     out += std::to_string(s.size());
     out += ':';
@@ -78,19 +79,19 @@ std::optional<std::string> coalesce_key(const HttpIn& in, const OgcRequest& r, c
     // The canonical form is what goes upstream: two requests that MapServer
     // could read differently never share a key (LAYERS%20= is refused, not
     // trimmed). Values of case-insensitive parameters are upper-cased.
-    std::vector<std::pair<const std::string*, std::string>> params;
+    std::vector<std::pair<std::string_view, std::string>> params;
     params.reserve(r.query.params.size());
     for (const Param& p : r.query.params)
-        params.emplace_back(&p.name, case_insensitive_value(p.key) ? upper(p.value) : p.value);
+        params.emplace_back(p.name, case_insensitive_value(p.key) ? upper(p.value) : std::string(p.value));
     std::sort(params.begin(), params.end(), [](const auto& a, const auto& b) {
-        return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+        return a.first != b.first ? a.first < b.first : a.second < b.second;
     });
 
     std::string key;
     field(key, in.method);
     field(key, r.canonical_path);
     for (const auto& [k, v] : params) {
-        field(key, *k);
+        field(key, k);
         field(key, v);
     }
     for (const char* name : {"Accept", "Accept-Encoding", "Accept-Language", "If-None-Match", "If-Modified-Since"}) {

@@ -31,7 +31,8 @@ ImageCache& image_cache() {
     return c;
 }
 
-std::string upper(std::string s) {
+std::string upper(std::string_view v) {
+    std::string s(v);
     for (char& ch : s)
         if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
     return s;

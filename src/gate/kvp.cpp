@@ -1,6 +1,7 @@
 #include "gate/kvp.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <array>
 #include <cstring>
 #include <optional>
@@ -186,7 +187,119 @@ const Param* Query::find(std::string_view upper_key) const {
     return nullptr;
 }
 
-std::optional<Query> parse_query(std::string_view raw, std::string* why) {
+void Query::copy_from(const Query& o) {
+    buf_ = o.buf_;
+    raw = o.raw;
+    params = o.params;
+    rebase(o.buf_.data(), o.buf_.size(), buf_.data());
+}
+
+void Query::move_from(Query& o) noexcept {
+    // A heap buffer keeps its address when moved; a short (in-place) one does not.
+    const char* old = o.buf_.data();
+    const std::size_t n = o.buf_.size();
+    buf_ = std::move(o.buf_);
+    raw = o.raw;
+    params = std::move(o.params);
+    rebase(old, n, buf_.data());
+    o.buf_.clear();
+    o.params.clear();
+    o.raw = {};
+}
+
+void Query::rebase(const char* from, std::size_t n, const char* to) noexcept {
+    if (from == to) return;
+    const auto lo = reinterpret_cast<std::uintptr_t>(from);
+    auto fix = [&](std::string_view& v) {
+        const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+        if (v.data() && at >= lo && at + v.size() <= lo + n) v = std::string_view(to + (at - lo), v.size());
+    };
+    fix(raw);
+    for (Param& p : params) {
+        fix(p.key);
+        fix(p.value);
+        fix(p.name);
+    }
+}
+
+void Query::reserve(std::size_t n) {
+    if (buf_.capacity() - buf_.size() >= n) return;
+    const char* old = buf_.data();
+    const std::size_t size = buf_.size();
+    buf_.reserve(std::max(size + n, 2 * buf_.capacity()));
+    rebase(old, size, buf_.data());
+}
+
+namespace {
+// s may be a view into buf: its offset survives the buffer's growth.
+struct Anchor {
+    std::size_t off;
+    bool inside;
+};
+Anchor anchor(const std::string& buf, std::string_view s) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(buf.data()), at = reinterpret_cast<std::uintptr_t>(s.data());
+    const bool inside = s.data() && at >= lo && at + s.size() <= lo + buf.size();
+    return {inside ? static_cast<std::size_t>(at - lo) : 0, inside};
+}
+std::string_view reanchor(const std::string& buf, std::string_view s, Anchor a) {
+    return a.inside ? std::string_view(buf.data() + a.off, s.size()) : s;
+}
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+}  // namespace
+
+std::string_view Query::store(std::string_view s) {
+    const Anchor a = anchor(buf_, s);
+    reserve(s.size());
+    s = reanchor(buf_, s, a);
+    const std::size_t at = buf_.size();
+    buf_.append(s.data(), s.size());
+    return {buf_.data() + at, s.size()};
+}
+
+// The same reading as text.hpp's percent_decode (tested against it), written
+// into the buffer instead of a string of its own.
+std::optional<std::string_view> Query::decode(std::string_view s, bool plus_is_space) {
+    if (s.find('%') == std::string_view::npos && (!plus_is_space || s.find('+') == std::string_view::npos)) return s;
+    const Anchor a = anchor(buf_, s);
+    reserve(s.size());
+    s = reanchor(buf_, s, a);
+    const std::size_t at = buf_.size();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '%') {
+            const int hi = s.size() - i >= 3 ? hex_digit(s[i + 1]) : -1;
+            const int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+            if (lo < 0) {
+                buf_.resize(at);
+                return std::nullopt;
+            }
+            buf_.push_back(static_cast<char>(hi * 16 + lo));
+            i += 2;
+        } else {
+            buf_.push_back(c == '+' && plus_is_space ? ' ' : c);
+        }
+    }
+    return std::string_view(buf_.data() + at, buf_.size() - at);
+}
+
+std::string_view Query::upper(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size() && !(s[i] >= 'a' && s[i] <= 'z')) ++i;
+    if (i == s.size()) return s;
+    const Anchor a = anchor(buf_, s);
+    reserve(s.size());
+    s = reanchor(buf_, s, a);
+    const std::size_t at = buf_.size();
+    for (char c : s) buf_.push_back((c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c);
+    return {buf_.data() + at, s.size()};
+}
+
+std::optional<Query> parse_query(std::string_view raw_in, std::string* why) {
     // Enough for any OGC request; bounds the repeated-name check.
     constexpr std::size_t kMaxPairs = 512;
     auto refuse = [why](std::string w) -> std::optional<Query> {
@@ -194,30 +307,40 @@ std::optional<Query> parse_query(std::string_view raw, std::string* why) {
         return std::nullopt;
     };
     Query q;
-    q.raw = std::string(raw);
-    if (raw.empty()) return q;
-    const auto parts = split(raw, '&');
-    if (parts.size() > kMaxPairs) return refuse("the request has more than 512 parameters");
-    q.params.reserve(parts.size());
-    for (std::string_view part : parts) {
+    if (raw_in.empty()) return q;
+    const std::size_t pairs = static_cast<std::size_t>(std::count(raw_in.begin(), raw_in.end(), '&')) + 1;
+    if (pairs > kMaxPairs) return refuse("the request has more than 512 parameters");
+    // A pair's decoded name, its upper-cased key and its decoded value are
+    // each at most as long as the text they come from: with room for the raw
+    // text three times over, the buffer never moves while the views below
+    // point into it.
+    q.reserve(3 * raw_in.size());
+    const std::string_view raw = q.raw = q.store(raw_in);
+    q.params.reserve(pairs);
+    for (std::size_t start = 0; start <= raw.size();) {
+        std::size_t amp = raw.find('&', start);
+        if (amp == std::string_view::npos) amp = raw.size();
+        const std::string_view part = raw.substr(start, amp - start);
+        start = amp + 1;
         if (part.empty()) continue;
         const std::size_t eq = part.find('=');
-        auto name = percent_decode(part.substr(0, eq), true);
-        auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
+        const auto name = q.decode(part.substr(0, eq), true);
+        const auto value = q.decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1), true);
         if (!name || !value) return refuse("the query string has a malformed percent-escape");
         if (std::string b = bad_name(*name); !b.empty()) return refuse(b);
         // C strings end at a NUL: the map server would read less than we do.
-        if (value->find('\0') != std::string::npos) return refuse("the parameter " + *name + " contains a NUL byte");
-        std::string k = to_upper(*name);
+        if (value->find('\0') != std::string_view::npos)
+            return refuse(std::string("the parameter ").append(*name).append(" contains a NUL byte"));
+        const std::string_view k = q.upper(*name);
         if (const Param* prev = q.find(k)) {
             if (multi_valued_name(k)) {
-                q.params.push_back({std::move(k), std::move(*value), std::move(*name)});
+                q.params.push_back({k, *value, *name});
                 continue;
             }
             if (prev->value == *value) continue;  // said twice alike: one value
-            return refuse("the parameter " + k + " is given more than once with different values");
+            return refuse(std::string("the parameter ").append(k).append(" is given more than once with different values"));
         }
-        q.params.push_back({std::move(k), std::move(*value), std::move(*name)});
+        q.params.push_back({k, *value, *name});
     }
     return q;
 }

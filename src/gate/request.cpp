@@ -108,16 +108,17 @@ bool parse_bbox(std::string_view s, BboxIn& out, bool allow_crs_suffix, bool all
 namespace {
 
 // Bad escapes kept as written, later duplicates ignored.
-Query lenient_query(std::string_view raw) {
+Query lenient_query(std::string_view raw_in) {
     Query q;
-    q.raw = std::string(raw);
+    q.reserve(3 * raw_in.size());  // as in parse_query: the buffer does not move under `raw`
+    const std::string_view raw = q.raw = q.store(raw_in);
     for (std::string_view part : split(raw, '&')) {
         const std::size_t eq = part.find('=');
         const std::string_view k = part.substr(0, eq);
         const std::string_view v = eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1);
-        std::string key = to_upper(trim(percent_decode(k, true).value_or(std::string(k))));
+        const std::string_view key = q.upper(trim(q.decode(k, true).value_or(k)));
         if (key.empty() || q.find(key)) continue;
-        q.params.push_back({key, percent_decode(v, true).value_or(std::string(v)), key});
+        q.params.push_back({key, q.decode(v, true).value_or(v), key});
     }
     return q;
 }
@@ -208,7 +209,7 @@ void parse_kvp(OgcRequest& r) {
             if (!b) b = kvp(r, "BOUNDINGBOX");
             if (b) {
                 BboxIn box{};
-                if (!parse_bbox(b->value, box, v11, true)) return fail(r, "the bounding box must be four numbers", b->key);
+                if (!parse_bbox(b->value, box, v11, true)) return fail(r, "the bounding box must be four numbers", std::string(b->key));
                 r.bbox = box;
             }
             break;

@@ -22,17 +22,53 @@ enum class Op : std::uint8_t { Other, GetMap, GetFeatureInfo, GetFeature, GetTil
 const char* service_name(Service s);
 const char* op_name(Op o);
 
+// Views into the Query that holds it (Query::store): valid while that
+// Query lives, re-pointed when it is copied or moved.
 struct Param {
-    std::string key;    // upper-cased, decoded: what lookups compare
-    std::string value;  // decoded
-    std::string name;   // the spelling forwarded (canonical once classified)
+    std::string_view key;    // upper-cased, decoded: what lookups compare
+    std::string_view value;  // decoded
+    std::string_view name;   // the spelling forwarded (canonical once classified)
 };
 
-// Decoded key=value pairs plus the raw text they came from.
-struct Query {
-    std::string raw;
+// Decoded key=value pairs plus the raw text they came from. The raw text and
+// whatever decoding or upper-casing had to write live in one buffer of the
+// Query's own (one allocation per query, not up to three per parameter);
+// a name or value needing neither is a view of the raw text. Copies and moves
+// re-point every view that points into the buffer, so an assigned Query
+// (a kept-alive connection's next request) never reads the previous one's.
+class Query {
+public:
+    std::string_view raw;
     std::vector<Param> params;
     const Param* find(std::string_view upper_key) const;
+
+    Query() = default;
+    Query(const Query& o) { copy_from(o); }
+    Query(Query&& o) noexcept { move_from(o); }
+    Query& operator=(const Query& o) {
+        if (this != &o) copy_from(o);
+        return *this;
+    }
+    Query& operator=(Query&& o) noexcept {
+        if (this != &o) move_from(o);
+        return *this;
+    }
+    // Room for n more bytes without moving the buffer again.
+    void reserve(std::size_t n);
+    // s copied into the buffer; the view of the copy.
+    std::string_view store(std::string_view s);
+    // s percent-decoded (plus_is_space: '+' as a blank) into the buffer, or
+    // s itself when there is nothing to decode; nullopt for a bad escape.
+    std::optional<std::string_view> decode(std::string_view s, bool plus_is_space);
+    // s upper-cased: s itself when it has no lower-case letter, else a copy.
+    std::string_view upper(std::string_view s);
+
+private:
+    void copy_from(const Query& o);
+    void move_from(Query& o) noexcept;
+    // Views into [from, from + n] now point at the same offsets from `to`.
+    void rebase(const char* from, std::size_t n, const char* to) noexcept;
+    std::string buf_;
 };
 
 // Parses "a=b&c=d" as MapServer would (see kvp.hpp); nullopt (with why) when
