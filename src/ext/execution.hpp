@@ -67,6 +67,13 @@ void close_execution(Execution* e, bool completed);
 // No metered pass on the stack, no executor pass either.
 bool metering_idle();
 
+// commit_metering.cpp: the deferred-trigger phase of a commit, metered as a
+// whole. Its passes report their start and end; the transaction's end closes it.
+extern bool commit_phase_on;
+void commit_phase_pass_begin(const Execution* e);  // also: no portal active, may open the phase
+void commit_phase_pass_end();
+void commit_phase_over();
+
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
 void arm_cutoff(Execution* e);
 void disarm_cutoff(bool completed);

@@ -22,6 +22,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
+#include "tcop/pquery.h"
 }
 
 namespace ot::ext {
@@ -139,6 +140,7 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
 
 OT_HOT void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
+    if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
     arm_cutoff(e);
     running = e;
     run_depth++;
@@ -154,6 +156,7 @@ OT_HOT void pass_end(Execution* e, ErrorContextCallback* cb) {
     running = nullptr;
     run_depth--;
     settle_pass(e, elapsed_ms(e->pass_start));
+    if (unlikely(commit_phase_on)) commit_phase_pass_end();
 }
 
 // The statement is dead: charge what it used, give back what it did not.
@@ -164,6 +167,7 @@ void pass_failed(Execution* e) {
     run_depth--;
     if (e->cutoff) count_hook_event(HookEvent::Cutoff);
     settle_pass(e, elapsed_ms(e->pass_start));
+    if (commit_phase_on) commit_phase_pass_end();
     finish(e, false);
 }
 
@@ -246,6 +250,9 @@ OT_HOT void on_xact(XactEvent event, void*) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
     }
+    if (unlikely(commit_phase_on) && (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE ||
+                                      event == XACT_EVENT_ABORT))
+        commit_phase_over();
     if (open_high == 0) return;
     switch (event) {
         case XACT_EVENT_ABORT:

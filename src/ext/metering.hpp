@@ -38,6 +38,10 @@ bool metering_nested();
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features);
 
+// A wait for a turn (delay mode) of wait_ms: not work, should it fall inside
+// a commit's deferred-trigger phase.
+void commit_phase_waited(double ms);
+
 struct LastStatement {
     bool valid;
     double estimate;  // estimates admitted (the statement's own and its nested statements')
