@@ -1,8 +1,11 @@
 #include "ext/execution.hpp"
 #include "ext/hook.hpp"
 #include "ext/settlement.hpp"
+#include "ext/sql_args.hpp"
 
 extern "C" {
+#include "access/parallel.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/backend_status.h"
 #include "tcop/pquery.h"
@@ -29,6 +32,14 @@ extern "C" {
 // deferrable UNIQUE rechecks with no executor pass at all (bounded by the
 // conflicting rows the metered INSERT queued), and the deferred triggers of a
 // fast-path call's own implicit commit.
+//
+// The commit itself, from the pre-commit callbacks to the commit callbacks,
+// is charged too when the transaction wrote (it has an xid): that is where the
+// commit record is flushed and, with synchronous replication, acknowledged.
+// A one-row INSERT ran 0.1 ms and its commit waited 2.7 ms for the disk here:
+// a client of tiny write transactions used the disk for a few percent of
+// their price. It is measured and charged after the fact (debt refuses what
+// comes next); a commit cannot be refused once it is being written.
 namespace ot::ext {
 
 bool commit_phase_on = false;
@@ -43,6 +54,15 @@ struct Phase {
     double waited_ms;     // waiting for a turn since last_end
 };
 Phase phase;
+
+struct Flush {
+    bool on;
+    bool charges;
+    IdentityKey id;
+    core::Budget budget;
+    instr_time start;
+};
+Flush flush;
 
 bool in_commit() {
     return ActivePortal == nullptr && MyBackendType == B_BACKEND &&
@@ -87,6 +107,25 @@ void commit_phase_over() {
     instr_time now;
     INSTR_TIME_SET_CURRENT(now);
     charge_gap(now);
+}
+
+void commit_flush_begin() {
+    if (GetTopTransactionIdIfAny() == InvalidTransactionId || MyBackendType != B_BACKEND || !metering_idle() ||
+        IsParallelWorker() || current_mode() == Mode::Off || !true_up_enabled() || !shared_memory_ready())
+        return;
+    const core::Budget b = current_budget();
+    if (core::budget_problem(b) != nullptr) return;  // its statements were refused already
+    flush = {true, current_mode() != Mode::Log, own_identity(), b, {}};
+    INSTR_TIME_SET_CURRENT(flush.start);
+}
+
+void commit_flush_end() {
+    if (!flush.on) return;
+    flush.on = false;
+    const double ms = elapsed_ms(flush.start);
+    count_measured(ms);
+    if (flush.charges) owe(flush.id, flush.budget, ms);
+    note_stats(flush.id, flush.charges ? ms : 0, ms);
 }
 
 }  // namespace ot::ext

@@ -73,6 +73,10 @@ extern bool commit_phase_on;
 void commit_phase_pass_begin(const Execution* e);  // also: no portal active, may open the phase
 void commit_phase_pass_end();
 void commit_phase_over();
+// The commit of a transaction that wrote: from its pre-commit callbacks to its
+// commit (or abort) callbacks, the commit record's flush.
+void commit_flush_begin();
+void commit_flush_end();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
 void arm_cutoff(Execution* e);

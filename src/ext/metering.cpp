@@ -250,9 +250,20 @@ OT_HOT void on_xact(XactEvent event, void*) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
     }
-    if (unlikely(commit_phase_on) && (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE ||
-                                      event == XACT_EVENT_ABORT))
-        commit_phase_over();
+    switch (event) {
+        case XACT_EVENT_PRE_COMMIT:
+        case XACT_EVENT_PRE_PREPARE:
+            if (unlikely(commit_phase_on)) commit_phase_over();
+            commit_flush_begin();
+            break;
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_PREPARE: commit_flush_end(); break;
+        case XACT_EVENT_ABORT:
+            if (unlikely(commit_phase_on)) commit_phase_over();
+            commit_flush_end();
+            break;
+        default: break;
+    }
     if (open_high == 0) return;
     switch (event) {
         case XACT_EVENT_ABORT:

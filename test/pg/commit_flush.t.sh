@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# A transaction that wrote pays for its commit (doc/metering.md, "The commit"):
+# the commit record's flush runs after every statement's executor is done, in
+# no statement. With fsync on, a one-row INSERT ran 0.1 ms and its commit
+# waited 2.7 ms for the disk: a client of tiny write transactions used the
+# disk for a few percent of what it was charged.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+cluster_up 55492 "shared_preload_libraries = 'ogc_throttle'" "fsync = on" "synchronous_commit = on" \
+  "max_prepared_transactions = 2"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE wr LOGIN;
+   CREATE TABLE w (i int); GRANT INSERT, SELECT ON w TO wr;
+   ALTER ROLE wr SET ogc_throttle.mode = 'reject';
+   ALTER ROLE wr SET ogc_throttle.capacity = 600000;
+   ALTER ROLE wr SET ogc_throttle.rate = 0.01;" >/dev/null || { not_ok "setup"; tap_exit; }
+
+u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U wr -d postgres -At "$@" 2>"$DIR/u.err"; }
+tokens() { q "SELECT tokens FROM throttle_peek('wr')"; }
+spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
+ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }
+script="$DIR/insert.sql"; echo "INSERT INTO w VALUES (1);" >"$script"
+select1="$DIR/select1.sql"; echo "SELECT 1;" >"$select1"
+chmod 644 "$script" "$select1"
+# pgbench -t N as wr: the client's own latency average (ms) per transaction.
+bench() {
+  as_pg env PGOPTIONS="${2:-}" "$PGBIN/pgbench" -n -h "$DIR" -p "$PORT" -U wr -t 200 -f "$1" postgres 2>&1 |
+    awk '/latency average/ { print $4 }'
+}
+
+u -c "SELECT 1" >/dev/null  # the bucket exists
+before=$(tokens)
+lat=$(bench "$script")
+spent=$(spent_since "$before")
+echo "# 200 one-row INSERT transactions, fsync on: $lat ms each at the client, bucket spent $spent ms"
+check "each write transaction's commit is charged: >= 85% of its time at the client ($spent of 200 x $lat ms)" \
+  awk -v s="$spent" -v l="$lat" 'BEGIN { exit !(l > 0 && s >= 0.85 * 200 * l) }'
+check "... and not more than 105% of it" awk -v s="$spent" -v l="$lat" 'BEGIN { exit !(s <= 1.05 * 200 * l) }'
+
+before=$(tokens)
+lat=$(bench "$script" "-c synchronous_commit=off")
+spent=$(spent_since "$before")
+echo "# the same with synchronous_commit off: $lat ms each, bucket spent $spent ms"
+check "(control) with synchronous_commit off the commit waits for nothing, and is charged little ($spent ms)" \
+  awk -v s="$spent" -v l="$lat" 'BEGIN { exit !(s <= 200 * (l + 0.1)) }'
+
+before=$(tokens)
+lat=$(bench "$select1")
+spent=$(spent_since "$before")
+echo "# 200 SELECT 1: $lat ms each, bucket spent $spent ms"
+check "a read-only transaction's commit adds nothing ($spent ms for 200 SELECT 1)" \
+  awk -v s="$spent" 'BEGIN { exit !(s <= 200 * 0.2) }'
+
+# A procedure that commits as it goes is on its CALL's clock: charged once.
+q "CREATE PROCEDURE many_commits() LANGUAGE plpgsql AS \$\$
+   BEGIN FOR k IN 1..50 LOOP INSERT INTO w VALUES (k); COMMIT; END LOOP; END \$\$;
+   GRANT EXECUTE ON PROCEDURE many_commits() TO wr" >/dev/null
+before=$(tokens)
+took=$(u -c '\timing on' -c "CALL many_commits()" | ms_of)
+spent=$(spent_since "$before")
+echo "# CALL of 50 committed INSERTs: $took ms, bucket spent $spent ms"
+check "a procedure's own commits are charged once, with its CALL ($spent of $took ms)" \
+  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * t && s <= 1.1 * t + 1) }'
+
+before=$(tokens)
+took=$(u -c "BEGIN" -c "INSERT INTO w VALUES (7)" -c '\timing on' -c "PREPARE TRANSACTION 'p1'" | ms_of)
+spent=$(spent_since "$before")
+q "COMMIT PREPARED 'p1'" >/dev/null
+echo "# PREPARE TRANSACTION of a one-row INSERT: $took ms, bucket spent $spent ms"
+check "PREPARE TRANSACTION's flush is charged ($spent ms of $took, >= 40%)" \
+  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.4 * t) }'
+
+# Log mode measures and charges nothing; a role in debt still commits what it wrote (it cannot be refused
+# once written) and its next statement is refused.
+q "ALTER ROLE wr SET ogc_throttle.mode = 'log'" >/dev/null
+before=$(tokens)
+bench "$script" >/dev/null
+check "(control) in log mode nothing is charged" awk -v s="$(spent_since "$before")" 'BEGIN { exit !(s <= 0.01) }'
+q "ALTER ROLE wr SET ogc_throttle.mode = 'reject'; ALTER ROLE wr SET ogc_throttle.capacity = 2" >/dev/null
+q "SELECT throttle_reset('wr')" >/dev/null
+n0=$(q "SELECT count(*) FROM w")
+args=(); for k in $(seq 1 20); do args+=(-c "INSERT INTO w VALUES ($k)"); done
+u "${args[@]}" >/dev/null
+n1=$(q "SELECT count(*) FROM w")
+echo "# capacity 2 ms, 20 one-row INSERTs: rows $n0 -> $n1, tokens $(tokens); $(head -n1 "$DIR/u.err")"
+check "on a 2 ms budget, the commits' flushes put the bucket in debt and later INSERTs are refused" \
+  awk -v a="$n0" -v b="$n1" 'BEGIN { exit !(b > a && b <= a + 10) }'
+check "... with the refusal SQLSTATE's message" grep -q 'ogc_throttle: statement refused' "$DIR/u.err"
+tap_exit
