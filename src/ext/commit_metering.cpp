@@ -3,6 +3,8 @@
 #include "ext/settlement.hpp"
 #include "ext/sql_args.hpp"
 
+#include <sys/resource.h>
+
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -40,9 +42,16 @@ extern "C" {
 // a client of tiny write transactions used the disk for a few percent of
 // their price. It is measured and charged after the fact (debt refuses what
 // comes next); a commit cannot be refused once it is being written.
+//
+// A session's set-up is charged as the commit that ends it begins: the first
+// commit of a client backend is InitPostgres's own, after authentication and the
+// role's settings (so the budget is the role's). What is charged is the
+// backend's CPU time so far, not its wall time: a client slow to send its
+// password, or far away, is not charged for the round trips.
 namespace ot::ext {
 
 bool commit_phase_on = false;
+bool session_setup_charged = false;
 
 namespace {
 
@@ -126,6 +135,23 @@ void commit_flush_end() {
     count_measured(ms);
     if (flush.charges) owe(flush.id, flush.budget, ms);
     note_stats(flush.id, flush.charges ? ms : 0, ms);
+}
+
+void charge_session_setup() {
+    session_setup_charged = true;
+    if (!setting_charge_connection || MyBackendType != B_BACKEND || IsParallelWorker() ||
+        current_mode() == Mode::Off || !true_up_enabled() || !shared_memory_ready())
+        return;
+    const core::Budget b = current_budget();
+    if (core::budget_problem(b) != nullptr) return;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return;
+    const double ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    const IdentityKey& id = own_identity();
+    const bool charges = current_mode() != Mode::Log;
+    count_measured(ms);
+    if (charges) owe(id, b, ms);
+    note_stats(id, charges ? ms : 0, ms);
 }
 
 }  // namespace ot::ext

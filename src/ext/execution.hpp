@@ -77,6 +77,9 @@ void commit_phase_over();
 // commit (or abort) callbacks, the commit record's flush.
 void commit_flush_begin();
 void commit_flush_end();
+// The first pre-commit of a backend ends its set-up (ogc_throttle.charge_connection).
+extern bool session_setup_charged;
+void charge_session_setup();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
 void arm_cutoff(Execution* e);

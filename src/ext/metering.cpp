@@ -252,6 +252,8 @@ OT_HOT void on_xact(XactEvent event, void*) {
     }
     switch (event) {
         case XACT_EVENT_PRE_COMMIT:
+            if (unlikely(!session_setup_charged)) charge_session_setup();
+            [[fallthrough]];
         case XACT_EVENT_PRE_PREPARE:
             if (unlikely(commit_phase_on)) commit_phase_over();
             commit_flush_begin();

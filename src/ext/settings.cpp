@@ -20,6 +20,7 @@ namespace ot::ext {
 int setting_max_identities = 100000;
 int setting_max_identity_stats = 10000;
 bool setting_save = true;
+bool setting_charge_connection = true;
 int setting_max_samples = 10000;
 
 namespace {
@@ -205,6 +206,12 @@ void define_settings() {
                             "run longer than the tokens its bucket held when it started, plus this grace.",
                             &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
+    DefineCustomBoolVariable("ogc_throttle.charge_connection",
+                             "Charge a new session the server CPU time its connection took to set up.",
+                             "Fork, authentication (SCRAM's iterations), catalog caches and the role's settings: "
+                             "a few milliseconds a connection, where a statement may cost a hundredth of that.",
+                             &setting_charge_connection, setting_charge_connection, PGC_SUSET, 0, nullptr, nullptr,
+                             nullptr);
     DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
                                "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,
                                check_identity, nullptr, nullptr);

@@ -12,6 +12,7 @@ void define_settings();
 extern int setting_max_identities;
 extern int setting_max_identity_stats;
 extern bool setting_save;
+extern bool setting_charge_connection;  // ogc_throttle.charge_connection
 extern int setting_max_samples;
 
 // What the pricing hook does with a priced statement.
