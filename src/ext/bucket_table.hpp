@@ -59,6 +59,8 @@ enum class HookEvent { Priced, ShadowRefusal, Delayed, Cutoff };
 void count_hook_event(HookEvent e, int64 delay_us = 0);
 // Executor time measured by the metering (log mode included), in milliseconds.
 void count_measured(double ms);
+// Everything this backend has counted as measured since it started (ms).
+double measured_so_far_ms();
 
 struct BucketView {
     IdentityKey identity;

@@ -231,6 +231,7 @@ void install_hooks() {
     install_utility_metering();
     install_planning_metering();
     install_function_metering();
+    install_parse_metering();
 }
 
 }  // namespace ot::ext

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# What a message makes the backend do before any meter starts pays too
+# (doc/metering.md, "Parsing"): parse analysis runs a literal's type input
+# function, so 4 MB of 'LINESTRING(...)'::geometry was 250 ms of PostGIS
+# parsing charged 0.09 ms; a Bind converts its text parameters the same way.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+cluster_up 55494 "shared_preload_libraries = 'ogc_throttle'"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE pr LOGIN;
+   ALTER ROLE pr SET ogc_throttle.mode = 'reject';
+   ALTER ROLE pr SET ogc_throttle.capacity = 600000;
+   ALTER ROLE pr SET ogc_throttle.rate = 0.01;
+   ALTER ROLE pr SET ogc_throttle.charge_connection = off;" >/dev/null || { not_ok "setup"; tap_exit; }
+
+PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
+ext() { as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=pr dbname=postgres" "$@"; }
+u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U pr -d postgres -At "$@" 2>"$DIR/u.err"; }
+# A backend writes small settlements when it exits, after its client has gone: wait for it.
+tokens() {
+  local k
+  for k in $(seq 1 100); do
+    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'pr'")" = 0 ] && break
+    sleep 0.05
+  done
+  q "SELECT tokens FROM throttle_peek('pr')"
+}
+spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
+ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }
+at_least() {  # description spent took fraction
+  check "$1 ($2 of $3 ms, >= $4)" awk -v s="$2" -v t="$3" -v f="$4" 'BEGIN { exit !(t > 50 && s >= f * t) }'
+}
+
+# 300 000 vertices of WKT, about 4 MB.
+python3 -c "print('LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(300000)) + ')', end='')" >"$DIR/line.wkt"
+wkt=$(cat "$DIR/line.wkt")
+printf "SELECT ST_NPoints('%s'::geometry)" "$wkt" >"$DIR/literal.sql"
+printf "SELECT 1; SELECT ST_NPoints('%s'::geometry)" "$wkt" >"$DIR/second.sql"
+printf 'SELECT ST_NPoints($1::geometry)' >"$DIR/param.sql"
+echo "SELECT 1" >"$DIR/one.sql"
+chmod 644 "$DIR"/*.sql "$DIR/line.wkt"
+
+u -c "SELECT 1" >/dev/null  # the bucket exists
+before=$(tokens)
+took=$(u -c '\timing on' -f "$DIR/literal.sql" | ms_of)
+at_least "a 4 MB geometry literal's parsing is charged" "$(spent_since "$before")" "$took" 0.85
+
+before=$(tokens)
+took=$(u -c '\timing on' -f "$DIR/second.sql" | ms_of)
+at_least "... also as the second statement of one query string" "$(spent_since "$before")" "$took" 0.85
+
+before=$(tokens)
+r=$(ext "$DIR/literal.sql"); took=${r#ok }
+at_least "... and in the extended protocol's Parse" "$(spent_since "$before")" "$took" 0.8
+
+before=$(tokens)
+r=$(ext "$DIR/param.sql" "$DIR/line.wkt"); took=${r#ok }
+at_least "a 4 MB text parameter converted to geometry at Bind is charged" "$(spent_since "$before")" "$took" 0.8
+
+# Control: a client's wait between its Parse and its Execute is not the server's work.
+before=$(tokens)
+r=$(ext "$DIR/one.sql" --prepare-then-wait 0.5)
+spent=$(spent_since "$before")
+check "(control) 500 ms between Parse and Execute are not charged ($spent ms, $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 5) }'
+before=$(tokens)
+args=(); for k in $(seq 1 200); do args+=(-c "SELECT $k"); done
+u "${args[@]}" >/dev/null
+spent=$(spent_since "$before")
+check "(control) 200 small statements are charged little more than before ($spent ms)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 200 * 0.2) }'
+tap_exit
