@@ -188,14 +188,20 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
         !shared_memory_ready())
         return;
-    if (!calls_extension_functions(qd->plannedstmt)) return admit_unpriced(qd, mode);
-    // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
-    // included, aborts the subtransaction it started in, and pricing_aborted
-    // clears the flag.
-    pricing = true;
-    pricing_subid = GetCurrentSubTransactionId();
-    guard([qd] { price_and_charge(qd); });
-    pricing = false;
+    if (!calls_extension_functions(qd->plannedstmt)) {
+        admit_unpriced(qd, mode);
+    } else {
+        // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
+        // included, aborts the subtransaction it started in, and pricing_aborted
+        // clears the flag.
+        pricing = true;
+        pricing_subid = GetCurrentSubTransactionId();
+        guard([qd] { price_and_charge(qd); });
+        pricing = false;
+    }
+    // The executor's start and this pricing; for a portal started at Bind
+    // (a SELECT's generic plan), the Bind's parameter conversion before them.
+    charge_unmetered_span();
 }
 
 }  // namespace

@@ -22,9 +22,13 @@ extern "C" {
 // was metered within it (an earlier statement of the same query string).
 // Sending the bytes is the client's time, not ours; reading them is not counted.
 //
-// Not covered: a Bind whose statement has a generic plan (no planning follows
-// its parameter conversion in the same message), and work after the last
-// statement of a message (its ExecutorEnd and the portal's drop).
+// The last span of a statement ends with its ExecutorStart (this pricing
+// included), which for a SELECT's portal runs in the Bind message itself.
+//
+// Not covered: a Bind of a generic plan that starts its executor only at
+// Execute (INSERT, UPDATE: its parameter conversion is then in no span), and
+// work after the last statement of a message (its ExecutorEnd and the
+// portal's drop).
 namespace ot::ext {
 namespace {
 

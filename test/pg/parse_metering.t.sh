@@ -57,6 +57,14 @@ before=$(tokens)
 r=$(ext "$DIR/param.sql" "$DIR/line.wkt"); took=${r#ok }
 at_least "a 4 MB text parameter converted to geometry at Bind is charged" "$(spent_since "$before")" "$took" 0.8
 
+# A prepared statement's generic plan is planned at its first Bind only: later Binds convert the parameter,
+# then start the SELECT's executor (plan_cache_mode forces the generic plan at once).
+q "ALTER ROLE pr SET plan_cache_mode = force_generic_plan" >/dev/null
+before=$(tokens)
+r=$(ext "$DIR/param.sql" "$DIR/line.wkt" --prepare-then-wait 0 --times 4); took=${r#ok }
+at_least "... also for a generic plan, which only its first Bind plans (4 executions)" "$(spent_since "$before")" "$took" 0.8
+q "ALTER ROLE pr RESET plan_cache_mode" >/dev/null
+
 # Control: a client's wait between its Parse and its Execute is not the server's work.
 before=$(tokens)
 r=$(ext "$DIR/one.sql" --prepare-then-wait 0.5)

@@ -2,11 +2,12 @@
 """Runs one statement through libpq's extended query protocol, the way a
 driver does (Parse, Bind, Execute, Sync), and prints how long it took.
 
-    pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] [--prepare-then-wait SECONDS]
+    pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] [--prepare-then-wait SECONDS [--times N]]
 
 QUERY_FILE holds the statement; PARAM_FILE, if given, is sent as its one
 text parameter ($1). With --prepare-then-wait, the statement is prepared
-(PQprepare: Parse, Sync), the client waits, then executes it (PQexecPrepared).
+(PQprepare: Parse, Sync), the client waits, then executes it (PQexecPrepared)
+N times (1).
 Prints "ok <ms>" or "error <SQLSTATE> <message>"; exit status 0 either way
 (2 when the connection fails). Uses libpq5 through ctypes: no driver needed.
 """
@@ -19,6 +20,11 @@ import time
 def main():
     args = sys.argv[1:]
     wait = None
+    times = 1
+    if "--times" in args:
+        i = args.index("--times")
+        times = int(args[i + 1])
+        del args[i:i + 2]
     if "--prepare-then-wait" in args:
         i = args.index("--prepare-then-wait")
         wait = float(args[i + 1])
@@ -62,7 +68,12 @@ def main():
         if lib.PQresultStatus(res) == 1:  # PGRES_COMMAND_OK
             lib.PQclear(res)
             time.sleep(wait)
-            res = lib.PQexecPrepared(conn, b"s", n, values, None, None, 0)
+            start = time.monotonic()
+            for k in range(times):
+                res = lib.PQexecPrepared(conn, b"s", n, values, None, None, 0)
+                if k == times - 1 or lib.PQresultStatus(res) not in (1, 2):
+                    break
+                lib.PQclear(res)
     took = (time.monotonic() - start) * 1000.0
     if lib.PQresultStatus(res) in (1, 2):  # COMMAND_OK, TUPLES_OK
         print("ok %.3f" % took)
