@@ -72,6 +72,7 @@ bool metering_idle();
 extern bool commit_phase_on;
 void commit_phase_pass_begin(const Execution* e);  // also: no portal active, may open the phase
 void commit_phase_pass_end();
+void commit_phase_waited(double ms);
 void commit_phase_over();
 // The commit of a transaction that wrote: from its pre-commit callbacks to its
 // commit (or abort) callbacks, the commit record's flush.

@@ -70,7 +70,7 @@ __attribute__((cold)) void wait_for_turn(const IdentityKey& id, double cost, cor
             if (rc & WL_LATCH_SET) ResetLatch(MyLatch);
             CHECK_FOR_INTERRUPTS();
         }
-        commit_phase_waited(static_cast<double>(wait_us) / 1000.0);
+        admission_waited(static_cast<double>(wait_us) / 1000.0);
     }
     PG_CATCH();
     {

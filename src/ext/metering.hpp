@@ -38,9 +38,10 @@ bool metering_nested();
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features);
 
-// A wait for a turn (delay mode) of wait_ms: not work, should it fall inside
-// a commit's deferred-trigger phase.
-void commit_phase_waited(double ms);
+// A wait for a turn (delay mode) of ms: not work, should it fall inside a
+// span that is charged as a whole (a commit's deferred-trigger phase, a
+// message's unmetered work).
+void admission_waited(double ms);
 
 struct LastStatement {
     bool valid;

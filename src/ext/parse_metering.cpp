@@ -1,5 +1,6 @@
 #include "ext/execution.hpp"
 #include "ext/hook.hpp"
+#include "ext/metering.hpp"
 #include "ext/settlement.hpp"
 #include "ext/sql_args.hpp"
 
@@ -38,9 +39,15 @@ TimestampTz message = 0;   // the message the mark is in (its start)
 TimestampTz mark = 0;      // charged up to here
 double metered_at_mark = 0;  // measured_so_far_ms() then
 double pending_ms = 0;       // not yet charged
+// Waits for a turn (delay mode): in all, and in the message that waited last.
+double waited_total = 0;
+double waited_at_mark = 0;
+TimestampTz wait_message = 0;
+double waited_in_message = 0;
 
+// A commit's deferred-trigger phase charges its own gaps (commit_metering.cpp).
 bool charged_here() {
-    return MyBackendType == B_BACKEND && metering_idle() && !pricing_in_progress() && !planning_in_progress() &&
+    return MyBackendType == B_BACKEND && !commit_phase_on && metering_idle() && !pricing_in_progress() && !planning_in_progress() &&
            !IsParallelWorker() && !IsAbortedTransactionBlockState() && current_mode() != Mode::Off &&
            true_up_enabled() && shared_memory_ready();
 }
@@ -59,9 +66,10 @@ void charge_unmetered_span() {
     double ms;
     if (start != message) {
         message = start;
-        ms = static_cast<double>(now - start) / 1000.0;
+        ms = static_cast<double>(now - start) / 1000.0 - (wait_message == start ? waited_in_message : 0);
     } else {
-        ms = static_cast<double>(now - mark) / 1000.0 - (measured_so_far_ms() - metered_at_mark);
+        ms = static_cast<double>(now - mark) / 1000.0 - (measured_so_far_ms() - metered_at_mark) -
+             (waited_total - waited_at_mark);
     }
     mark = now;
     // A statement's own parse is some microseconds: those gather here and are
@@ -80,6 +88,18 @@ void charge_unmetered_span() {
         pending_ms = 0;
     }
     metered_at_mark = measured_so_far_ms();
+    waited_at_mark = waited_total;
+}
+
+void admission_waited(double ms) {
+    commit_phase_waited(ms);
+    const TimestampTz start = GetCurrentStatementStartTimestamp();
+    if (start != wait_message) {
+        wait_message = start;
+        waited_in_message = 0;
+    }
+    waited_in_message += ms;
+    waited_total += ms;
 }
 
 void install_parse_metering() {

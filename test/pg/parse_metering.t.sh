@@ -77,4 +77,14 @@ u "${args[@]}" >/dev/null
 spent=$(spent_since "$before")
 check "(control) 200 small statements are charged little more than before ($spent ms)" \
   awk -v s="$spent" 'BEGIN { exit !(s < 200 * 0.2) }'
+# Delay mode: a statement that waits out its identity's debt is not charged the wait (it is not work).
+q "ALTER ROLE pr SET ogc_throttle.capacity = 100; ALTER ROLE pr SET ogc_throttle.rate = 1000;
+   ALTER ROLE pr SET ogc_throttle.cutoff_grace = -1; SELECT throttle_reset('pr')" >/dev/null
+u -c "SELECT pg_sleep(0.4)" >/dev/null  # 400 ms on a 100 ms bucket: 300 in debt
+q "ALTER ROLE pr SET ogc_throttle.mode = 'delay'; ALTER ROLE pr SET ogc_throttle.max_delay = '5s'" >/dev/null
+r=$(u -c '\timing on' -c "SELECT 1" | ms_of)
+after=$(q "SELECT round(tokens::numeric, 1) FROM throttle_peek('pr')")
+echo "# in debt, delay mode: SELECT 1 took $r ms; tokens then $after (of 100)"
+check "(control) a wait for a turn is not charged as work (tokens $after after a $r ms wait)" \
+  awk -v t="$after" -v w="$r" 'BEGIN { exit !(w > 150 && t > -20) }'
 tap_exit
