@@ -49,10 +49,11 @@ struct Entry {
     bool transient;
     bytea* blob;  // Local: in CacheMemoryContext
     SharedGrid shared;
-    // The grid's header read once (grid::open): its bytes stay where they are, unchanged, while the
-    // entry lasts (a local copy until it is forgotten, a shared one re-pinned at the same version).
+    // The grid's header read once (grid::open, in TopMemoryContext: a View is 1.2 kB, kept out of
+    // this array so that the cache stays a few lines): its bytes stay where they are, unchanged, while
+    // the entry lasts (a local copy until it is forgotten, a shared one re-pinned at the same version).
     enum : unsigned char { kUnread, kOpen, kNotAGrid } view_state;
-    core::grid::View view;
+    core::grid::View* view;
 };
 struct Cache {
     bool callbacks_registered;
@@ -85,6 +86,7 @@ void forget(int i) {
     last.valid = false;
     Entry& e = cache.entries[i];
     if (e.blob != nullptr) pfree(e.blob);
+    if (e.view != nullptr) pfree(e.view);
     if (e.pinned) {
         density_shared_unpin(e.shared);
         cache.pinned--;
@@ -266,9 +268,11 @@ const core::grid::View* grid_view(Oid relid, AttrNumber attnum) {
         const unsigned char* data = e->where == Where::Local ? reinterpret_cast<const unsigned char*>(VARDATA(e->blob))
                                                              : e->shared.data;
         const size_t len = e->where == Where::Local ? VARSIZE(e->blob) - VARHDRSZ : e->shared.len;
-        e->view_state = core::grid::open(data, len, &e->view) ? Entry::kOpen : Entry::kNotAGrid;
+        if (e->view == nullptr)
+            e->view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(core::grid::View)));
+        e->view_state = core::grid::open(data, len, e->view) ? Entry::kOpen : Entry::kNotAGrid;
     }
-    return e->view_state == Entry::kOpen ? &e->view : nullptr;
+    return e->view_state == Entry::kOpen ? e->view : nullptr;
 }
 
 // The column's grid, or false when it has none.
