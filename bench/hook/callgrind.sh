@@ -12,7 +12,8 @@
 # load, shared memory set-up, and the hook's first-use catalogue scan).
 # Knobs: N (300), NPOINTS (200000), KINDS ("select dwithin tile"), GRID (1: build a density grid),
 # SAMPLING=1 (also: calibration sampling off / on / with automatic refits), KEEP=1
-# keeps the work directory (callgrind files for callgrind_annotate).
+# keeps the work directory (callgrind files for callgrind_annotate), CACHESIM=1 (valgrind's cache
+# simulation: also I1, D1 and last-level misses per statement, and it runs about twice as long).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +29,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 die() { echo "callgrind.sh: $*" >&2; exit 1; }
 
+cachesim=()
+[ -n "${CACHESIM:-}" ] && cachesim=(--cache-sim=yes)
 cp "$here/setup.sql" "$work/" && chmod 644 "$work/setup.sql" || die "copy failed"
 pg_cluster_init "$work" "max_connections = 20" "jit = off" "autovacuum = off" || die "initdb failed"
 pg_start "$work" "$PORT" || die "postgres did not start"
@@ -70,7 +73,7 @@ ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
     apply) opts=("${hook[@]}" -c ogc_throttle.calibration=apply) ;;    # sampling and automatic refits
   esac
   gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
-  as_pg timeout 600 valgrind --tool=callgrind --callgrind-out-file="$f.out" \
+  as_pg timeout 1200 valgrind --tool=callgrind "${cachesim[@]}" --callgrind-out-file="$f.out" \
     "$PGBIN/postgres" --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
   grep -q ERROR "$f.log" && { grep -m3 ERROR "$f.log" >&2; die "$1 under $3 failed"; }
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
@@ -95,6 +98,33 @@ for kind in ${KINDS:-select dwithin tile}; do
     oa = a1 - n * pa; ob = b1 - n * pb
     printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %9.0f | %+10.0f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, pf, pb - pa - pf, (ob - oa) / 1e6 }'
 done
+# CACHESIM=1: the simulated misses per statement (same (3N - N) / 2N difference), from the runs above.
+# valgrind's model (the host's L1 sizes, a last level of the host's LL) is not the hardware, but it counts
+# the same way for both libraries: first-level instruction misses (I1mr), data misses (D1mr + D1mw) and
+# last-level misses (ILmr + DLmr + DLmw). The hook's share of each is the cost the Ir column hides.
+event() {  # event KIND COUNT CONFIG EVENT... -> sum of those events in the "Collected" line
+  local f="$work/$1.$2.$3.log"; shift 3
+  awk -v want="$*" '/Events *:/ { sub(/.*Events *: */, ""); n = split($0, names, " ") }
+    /Collected *:/ { sub(/.*Collected *: */, ""); split($0, vals, " ")
+      k = split(want, w, " "); t = 0; for (i = 1; i <= n; i++) for (j = 1; j <= k; j++) if (names[i] == w[j]) t += vals[i]
+      print t }' "$f"
+}
+if [ -n "${CACHESIM:-}" ]; then
+  echo
+  echo "simulated cache misses per statement (valgrind --cache-sim=yes)"
+  printf '%-9s | %-10s | %10s | %10s | %10s\n' kind misses none hook "hook adds"
+  printf -- '%.0s-' $(seq 60); echo
+  for kind in ${KINDS:-select dwithin tile}; do
+    for ev in "I1mr" "D1mr D1mw" "ILmr DLmr DLmw"; do
+      a1=$(event $kind "$N" none $ev); a3=$(event $kind $((3 * N)) none $ev)
+      b1=$(event $kind "$N" reject $ev); b3=$(event $kind $((3 * N)) reject $ev)
+      awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$kind" -v e="$ev" 'BEGIN {
+        pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n)
+        label = e; if (e ~ /D1mr/) label = "D1"; else if (e ~ /ILmr/) label = "LL"; else label = "I1"
+        printf "%-9s | %-10s | %10.1f | %10.1f | %+10.1f\n", k, label, pa, pb, pb - pa }'
+    done
+  done
+fi
 echo "ratio = none/hook per statement: the throughput a server-CPU-bound run would keep (the tps ratio is"
 echo "closer to 1, since pgbench and the kernel's socket work take part of each transaction)."
 

@@ -65,6 +65,13 @@ double density_rows(const unsigned char* blob, std::size_t len, double xmin, dou
 // B·(1 − (1 − f)^(n/B)) (its rows at random over its own blocks).
 double density_rows_pages(const unsigned char* blob, std::size_t len, double xmin, double ymin, double xmax,
                           double ymax, double* pages) noexcept;
+namespace grid {
+struct View;  // density_grid_format.hpp
+}
+// The same, on a grid opened once with grid::open: a caller that asks one grid
+// statement after statement keeps the View and does not read the header again.
+double density_rows_pages(const grid::View& v, double xmin, double ymin, double xmax, double ymax,
+                          double* pages) noexcept;
 
 // Heap blocks that k of r rows lying on B blocks are on, read in no
 // particular order: B·(1 − (1 − k/r)^(r/B)) (each row a block of its own at

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/density_grid.hpp"
+#include "core/density_grid_format.hpp"
 #include "ext/catalog.hpp"
 #include "ext/density_shared.hpp"
 
@@ -48,6 +49,11 @@ struct Entry {
     bool transient;
     bytea* blob;  // Local: in CacheMemoryContext
     SharedGrid shared;
+    // The grid's header read once (grid::open, in TopMemoryContext: a View is 1.2 kB, kept out of
+    // this array so that the cache stays a few lines): its bytes stay where they are, unchanged, while
+    // the entry lasts (a local copy until it is forgotten, a shared one re-pinned at the same version).
+    enum : unsigned char { kUnread, kOpen, kNotAGrid } view_state;
+    core::grid::View* view;
 };
 struct Cache {
     bool callbacks_registered;
@@ -80,6 +86,7 @@ void forget(int i) {
     last.valid = false;
     Entry& e = cache.entries[i];
     if (e.blob != nullptr) pfree(e.blob);
+    if (e.view != nullptr) pfree(e.view);
     if (e.pinned) {
         density_shared_unpin(e.shared);
         cache.pinned--;
@@ -251,6 +258,23 @@ const Entry* lookup(Oid relid, AttrNumber attnum) {
     return e;
 }
 
+// The column's grid opened, or null when it has none (or what it has is no grid).
+const core::grid::View* grid_view(Oid relid, AttrNumber attnum) {
+    const Entry* found = lookup(relid, attnum);
+    if (found->where == Where::None) return nullptr;
+    // Not kNone (whose where is None): an entry of the cache, which is not const.
+    Entry* e = const_cast<Entry*>(found);
+    if (e->view_state == Entry::kUnread) {
+        const unsigned char* data = e->where == Where::Local ? reinterpret_cast<const unsigned char*>(VARDATA(e->blob))
+                                                             : e->shared.data;
+        const size_t len = e->where == Where::Local ? VARSIZE(e->blob) - VARHDRSZ : e->shared.len;
+        if (e->view == nullptr)
+            e->view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(core::grid::View)));
+        e->view_state = core::grid::open(data, len, e->view) ? Entry::kOpen : Entry::kNotAGrid;
+    }
+    return e->view_state == Entry::kOpen ? e->view : nullptr;
+}
+
 // The column's grid, or false when it has none.
 bool grid_of(Oid relid, AttrNumber attnum, const unsigned char** data, size_t* len) {
     const Entry* e = lookup(relid, attnum);
@@ -277,10 +301,9 @@ const LastBox* box_lookup(Oid relid, AttrNumber attnum, double xmin, double ymin
     if (last.valid && last.relid == relid && last.attnum == attnum && last.xmin == xmin && last.ymin == ymin &&
         last.xmax == xmax && last.ymax == ymax)
         return &last;
-    const unsigned char* g;
-    size_t n;
     double pages = -1;
-    const double rows = grid_of(relid, attnum, &g, &n) ? core::density_rows_pages(g, n, xmin, ymin, xmax, ymax, &pages) : -1;
+    const core::grid::View* v = grid_view(relid, attnum);
+    const double rows = v != nullptr ? core::density_rows_pages(*v, xmin, ymin, xmax, ymax, &pages) : -1;
     last = {true, relid, attnum, xmin, ymin, xmax, ymax, rows, pages};
     return &last;
 }

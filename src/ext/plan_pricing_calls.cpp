@@ -73,7 +73,7 @@ Side read_geometry(Walk* w, Node* e) {
     if (!column_walker(e, w) && eval(w, e, &d)) {
         s.evaluated = true;
         s.value = d;
-        s.has_box = geometry_box(d, &s.box);
+        s.has_box = box_of(w, d, &s.box);
         s.srid = s.has_box ? s.box.srid : geometry_srid(d);
     } else {
         s.srid = srid_from_typmod(exprTypmod(e));
@@ -178,7 +178,7 @@ void on_make_envelope(Walk* w, Node* call) {
     core::PricedCall* c = add_call(w, core::CallKind::Bbox, GisRole::MakeEnvelope);
     Datum d;
     GisBox box;
-    if (eval(w, call, &d) && geometry_box(d, &box)) priced_by_box(c, box);
+    if (eval(w, call, &d) && box_of(w, d, &box)) priced_by_box(c, box);
 }
 
 void on_tile_envelope(Walk* w, Node* call, List* args) {
@@ -191,7 +191,7 @@ void on_tile_envelope(Walk* w, Node* call, List* args) {
     c->known = true;
     Datum d;
     GisBox box;
-    if (eval(w, call, &d) && geometry_box(d, &box)) {
+    if (eval(w, call, &d) && box_of(w, d, &box)) {
         c->has_box = true;
         c->box = to_box(box);
     }

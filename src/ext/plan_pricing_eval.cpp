@@ -54,6 +54,19 @@ MemoryContext walk_context(Walk* w) {
     return w->eval_cxt;
 }
 
+bool box_of(Walk* w, Datum geometry, GisBox* out) {
+    for (int i = 0, n = std::min(w->nbox, kWalkMemo); i < n; i++)
+        if (w->boxes[i].geometry == geometry) {
+            *out = w->boxes[i].box;
+            return true;
+        }
+    // Only boxes found are kept: a value without one (an empty geometry) leaves *out as the
+    // caller had it, every time.
+    if (!geometry_box(geometry, out)) return false;
+    w->boxes[w->nbox++ % kWalkMemo] = {geometry, *out};
+    return true;
+}
+
 // A column of this row, or of the outer row of a nested loop (which the
 // planner passes to the inner side as a PARAM_EXEC).
 bool column_walker(Node* node, Walk* w) {

@@ -200,7 +200,7 @@ bool geography_radius_search(PlanCtx* c, List* quals, Index scanrelid, Search* o
         if (!column_test(static_cast<Node*>(lfirst(lc)), scanrelid, &t) || column_walker(t.other, c->w) ||
             !geography_radius(c, t, &r) || !(r >= 0))
             continue;
-        if (!eval(c->w, t.other, &g) || !geography_as_geometry(g, &geom) || !geometry_box(geom, &box)) continue;
+        if (!eval(c->w, t.other, &g) || !geography_as_geometry(g, &geom) || !box_of(c->w, geom, &box)) continue;
         const double dlat = r / 110574.0;
         const double lat = std::min(89.0, std::max(std::fabs(box.ymin), std::fabs(box.ymax)) + dlat);
         const double dlon = std::min(360.0, dlat / std::cos(lat * 3.14159265358979323846 / 180.0));
@@ -226,13 +226,13 @@ bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out) {
             continue;
         if (t.role == GisRole::OverlapsGeography) {
             Datum geom;
-            if (!geography_as_geometry(d, &geom) || !geometry_box(geom, &out->box)) continue;
+            if (!geography_as_geometry(d, &geom) || !box_of(c->w, geom, &out->box)) continue;
             // A geography box made by _st_expand keeps only its point here: no use.
             if (out->box.xmax - out->box.xmin < 1e-12 && out->box.ymax - out->box.ymin < 1e-12) continue;
             out->geography = true;
             out->geometry = 0;
         } else {
-            if (!geometry_box(d, &out->box)) out->box = {0, 0, -1, -1, 0};  // an empty geometry: nothing matches
+            if (!box_of(c->w, d, &out->box)) out->box = {0, 0, -1, -1, 0};  // an empty geometry: nothing matches
             out->geography = false;
             out->geometry = d;
         }

@@ -35,6 +35,13 @@ struct EvalAnswer {
     Datum value;
     bool ok;
 };
+// A geometry's box (PostGIS's box3d, ST_SRID and four ST_XMin-style calls): the call
+// walk and the scan walk read the box of the same evaluated value. Keyed by the
+// value itself: every value a walk reads stays allocated until the walk ends.
+struct BoxAnswer {
+    Datum geometry;
+    GisBox box;
+};
 constexpr int kWalkMemo = 4;
 
 struct Walk {
@@ -54,6 +61,8 @@ struct Walk {
     int ngrid, neval;            // answers kept (round robin past kWalkMemo)
     GridAnswer grid[kWalkMemo];
     EvalAnswer evals[kWalkMemo];
+    int nbox;
+    BoxAnswer boxes[kWalkMemo];
 };
 
 // density_grid_rows, asked once per distinct box of a walk.
@@ -69,6 +78,8 @@ Walker as_walker(F* f) {
 
 // ---- plan_pricing_eval.cpp
 MemoryContext walk_context(Walk* w);
+// geometry_box, asked once per distinct value of a walk.
+bool box_of(Walk* w, Datum geometry, GisBox* out);
 // A column of this row, or of the outer row of a nested loop.
 bool column_walker(Node* node, Walk* w);
 // Any parameter (a generic plan's estimates are blind to its value).

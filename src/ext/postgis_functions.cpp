@@ -31,12 +31,18 @@ struct Entry {
     GisRole role;
 };
 
-// Backend-local; plain arrays so nothing here needs a destructor.
+// Backend-local; plain arrays so nothing here needs a destructor. The recognised
+// functions sit in an open-addressed table (at most half full): the walk asks for
+// every function of the plan, most of them no PostGIS function at all, and a scan
+// of the whole list per question was its dearest lookup.
+constexpr int kMaxEntries = 64;
+constexpr int kSlots = 128;
+static_assert(kMaxEntries < kSlots && (kSlots >> 7) == 1, "slot_of gives 7 bits; the table never fills");
 struct Cache {
     bool valid;
     bool callback_registered;
     int count;
-    Entry entries[64];
+    Entry slots[kSlots];  // fn InvalidOid: empty
     Oid helpers[kHelpers];
     bool helper_ready[kHelpers];
     FmgrInfo helper_info[kHelpers];
@@ -44,6 +50,20 @@ struct Cache {
 Cache cache;
 
 void invalidate(Datum, int, uint32) { cache.valid = false; }
+
+uint32 slot_of(Oid fn) { return (static_cast<uint32>(fn) * 2654435761u) >> 25; }  // 7 bits: kSlots
+
+// The first entry of a function stays (as the first match of a scan would).
+void remember(Oid fn, GisRole role) {
+    for (uint32 i = slot_of(fn);; i = (i + 1) % kSlots) {
+        if (cache.slots[i].fn == fn) return;
+        if (cache.slots[i].fn == InvalidOid) {
+            cache.slots[i] = {fn, role};
+            cache.count++;
+            return;
+        }
+    }
+}
 
 const char* type_name(Oid type) {
     HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
@@ -119,8 +139,7 @@ void classify(Oid fn, Form_pg_proc p) {
         if (named(name, "st_xmax")) cache.helpers[XMax] = fn;
         if (named(name, "st_ymax")) cache.helpers[YMax] = fn;
     }
-    if (role != GisRole::None && cache.count < static_cast<int>(lengthof(cache.entries)))
-        cache.entries[cache.count++] = {fn, role};
+    if (role != GisRole::None && cache.count < kMaxEntries) remember(fn, role);
 }
 
 // Every name the hook cares about: looked up by name (a handful of syscache
@@ -142,6 +161,7 @@ void rebuild() {
         cache.callback_registered = true;
     }
     cache.count = 0;
+    for (Entry& e : cache.slots) e = {InvalidOid, GisRole::None};
     for (Oid& h : cache.helpers) h = InvalidOid;
     for (bool& r : cache.helper_ready) r = false;
     cache.valid = true;  // before the lookups: an invalidation during them marks it stale again
@@ -198,9 +218,12 @@ bool helpers_ready() {
 
 GisRole gis_role(Oid fn) {
     if (!cache.valid) rebuild();
-    for (int i = 0; i < cache.count; i++)
-        if (cache.entries[i].fn == fn) return cache.entries[i].role;
-    return GisRole::None;
+    if (fn == InvalidOid) return GisRole::None;
+    for (uint32 i = slot_of(fn);; i = (i + 1) % kSlots) {
+        const Entry& e = cache.slots[i];
+        if (e.fn == fn) return e.role;
+        if (e.fn == InvalidOid) return GisRole::None;
+    }
 }
 
 const char* gis_role_name(GisRole r) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/density_grid.hpp"
+#include "core/density_grid_format.hpp"
 
 using namespace ot::core;
 
@@ -254,4 +255,33 @@ TEST(DensityGrid, DenseSpotIsTheCrowdNotACoarseCellsAverage) {
     EXPECT_GE(density_rows_around_dense(g.data(), g.size(), 0.02, 0.02, 1.0), 0.9 * got);
     auto e = build_density_grid(nullptr, nullptr, 0, {0, 0, 1, 1});
     EXPECT_EQ(density_rows_around_dense(e.data(), e.size(), 0.02, 0.02, 0.9), 0);
+}
+
+// The extension opens a grid once and asks it box after box: the same rows and pages, to the bit, as
+// opening it for every box.
+TEST(DensityGrid, OpenedOnceAnswersAsTheBlob) {
+    Layer l = city_and_background();
+    const std::size_t n = l.x.size();
+    std::vector<std::uint32_t> blocks(n);
+    for (std::size_t i = 0; i < n; i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+    const auto with = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0.01, 0.01, 0, 0,
+                                         blocks.data());
+    const auto without = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90});
+    std::mt19937 r(11);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (const auto* g : {&with, &without}) {
+        grid::View v;
+        ASSERT_TRUE(grid::open(g->data(), g->size(), &v));
+        for (int k = 0; k < 200; k++) {
+            const double cx = 10 + u(r) * 0.5, cy = 50 + u(r) * 0.5, w = std::fabs(u(r)) * (k % 2 ? 0.01 : 2);
+            double p1 = 7, p2 = 7;
+            const double a = density_rows_pages(g->data(), g->size(), cx - w, cy - w, cx + w, cy + w, &p1);
+            const double b = density_rows_pages(v, cx - w, cy - w, cx + w, cy + w, &p2);
+            EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << k;
+            EXPECT_EQ(std::memcmp(&p1, &p2, sizeof p1), 0) << k;
+        }
+    }
+    const unsigned char junk[64] = {1, 2, 3};
+    grid::View v;
+    EXPECT_FALSE(grid::open(junk, sizeof junk, &v));
 }
