@@ -18,17 +18,8 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
 # (each psql and pgbench below is a new session: its set-up is charged only where that is tested)
 
 u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U wr -d postgres -At "$@" 2>"$DIR/u.err"; }
-# A backend writes small settlements when it exits, which is after its client has gone: wait for it.
-tokens() {
-  local k
-  for k in $(seq 1 100); do
-    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'wr'")" = 0 ] && break
-    sleep 0.05
-  done
-  q "SELECT tokens FROM throttle_peek('wr')"
-}
+tokens() { settled_tokens wr; }
 spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
-ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }
 script="$DIR/insert.sql"; echo "INSERT INTO w VALUES (1);" >"$script"
 select1="$DIR/select1.sql"; echo "SELECT 1;" >"$select1"
 chmod 644 "$script" "$select1"

@@ -43,3 +43,16 @@ fcmp() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
   r = (op == "<=") ? a <= b : (op == ">=") ? a >= b : (op == "<") ? a < b : (op == ">") ? a > b : 0; exit !r }'; }
 
 server_log() { cat "$DIR/server.log"; }
+
+# settled_tokens ROLE: the role's bucket once its sessions are gone. A backend
+# writes small settlements when it exits, which is after its client has gone.
+settled_tokens() {
+  local k
+  for k in $(seq 1 100); do
+    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'")" = 0 ] && break
+    sleep 0.05
+  done
+  q "SELECT tokens FROM throttle_peek('$1')"
+}
+# ms_of: the sum of psql's \timing lines on stdin.
+ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }

@@ -16,17 +16,8 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
 PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
 ext() { as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=pr dbname=postgres" "$@"; }
 u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U pr -d postgres -At "$@" 2>"$DIR/u.err"; }
-# A backend writes small settlements when it exits, after its client has gone: wait for it.
-tokens() {
-  local k
-  for k in $(seq 1 100); do
-    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'pr'")" = 0 ] && break
-    sleep 0.05
-  done
-  q "SELECT tokens FROM throttle_peek('pr')"
-}
+tokens() { settled_tokens pr; }
 spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
-ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }
 at_least() {  # description spent took fraction
   check "$1 ($2 of $3 ms, >= $4)" awk -v s="$2" -v t="$3" -v f="$4" 'BEGIN { exit !(t > 50 && s >= f * t) }'
 }

@@ -76,7 +76,6 @@ check_eq "... the row was rolled back and the session is usable" "alive|5" "$r"
 # end around each check's pass were free: 200 000 checks took 1 460 ms at COMMIT and 540 ms were charged.
 u -c "CREATE TABLE pk (id int PRIMARY KEY); INSERT INTO pk SELECT generate_series(1, 1000);
       CREATE TABLE fk (ref int REFERENCES pk DEFERRABLE INITIALLY DEFERRED)" >/dev/null
-ms_of() { awk '/^Time: /{ t = $2 } END { print t + 0 }'; }
 before=$(tokens)
 out=$(u -c "BEGIN" -c "INSERT INTO fk SELECT 1 + i % 1000 FROM generate_series(1, 100000) i" \
         -c "SELECT round(charged::numeric, 1) FROM throttle_last_statement()" -c '\timing on' -c "COMMIT")
