@@ -7,13 +7,16 @@
 #   idle flood: IDLE (20000) idle connections from 127.0.0.2 while /healthz is
 #     timed from 127.0.0.1 (wrk, one connection) and another address is served
 # Knobs: ROUNDS (5), SECS per throughput run (4), LSECS per latency run (4),
-# CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (2),
+# CONNS (32), WRK_THREADS (2), GATE_THREADS (2), NGINX_WORKERS (1: issue 11's peer),
+# UPSTREAM (own: the static upstream is a second nginx process, as a map
+# server is never inside the proxy; shared: the peer's own worker also serves
+# the upstream, so nginx proxy_pass skips a process hop the gate pays),
 # NGINX_LOG (on: nginx's limit_req and proxy_pass servers write an access log
 # line per request, as the gate writes its JSON line; off: they log nothing).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${ROUNDS:-5} SECS=${SECS:-4} LSECS=${LSECS:-4} CONNS=${CONNS:-32}
-WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-2} NGINX_LOG=${NGINX_LOG:-on}
+WRK_THREADS=${WRK_THREADS:-2} GATE_THREADS=${GATE_THREADS:-2} NGINX_WORKERS=${NGINX_WORKERS:-1} UPSTREAM=${UPSTREAM:-own} NGINX_LOG=${NGINX_LOG:-on}
 P_STATIC=18900 P_LIMIT=18901 P_PROXY=18902 P_GREJ=18903 P_GREJ_A=18904 P_GPASS=18905 P_GPASS_A=18906
 P_SLOW=18907 P_GSTAMP=18908 P_GSTAMP_A=18909
 IDLE=${IDLE:-20000}
@@ -25,7 +28,7 @@ tmp=$(mktemp -d)
 slow_pid=
 cleanup() {
   for g in grej gpass gstamp; do gate_stop "$tmp/$g"; done
-  [ -f "$tmp/nginx.pid" ] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null
+  for n in nginx upstream; do [ -f "$tmp/$n.pid" ] && kill "$(cat "$tmp/$n.pid")" 2>/dev/null; done
   [ -n "$slow_pid" ] && kill "$slow_pid" 2>/dev/null
   sleep 0.2; rm -rf "$tmp"
 }
@@ -37,10 +40,12 @@ mkdir -p "$tmp/www" "$tmp/ngx"
 chmod 755 "$tmp" "$tmp/www"  # nginx workers run as nobody when started by root
 head -c 20480 /dev/urandom >"$tmp/www/tile.png"; chmod 644 "$tmp/www/tile.png"
 LOGLINE=""; [ "$NGINX_LOG" = on ] && LOGLINE="access_log $tmp/access.log;"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes $NGINX_WORKERS;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx.err warn;
+# nginx_conf NAME WORKERS SERVERS: one nginx instance's configuration.
+nginx_conf() {
+  cat >"$tmp/$1.conf" <<CONF
+worker_processes $2;
+pid $tmp/$1.pid;
+error_log $tmp/$1.err warn;
 events { worker_connections 4096; }
 http {
   access_log off;
@@ -49,13 +54,22 @@ http {
   keepalive_requests 1000000;
   limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/m;
   upstream static { server 127.0.0.1:$P_STATIC; keepalive 64; }
-  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; }
-  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www; $LOGLINE
-           location / { limit_req zone=one nodelay; limit_req_status 429; } }
-  server { listen 127.0.0.1:$P_PROXY; $LOGLINE
-           location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+$3
 }
 CONF
+}
+STATIC_SRV="  server { listen 127.0.0.1:$P_STATIC; root $tmp/www; }"
+PEER_SRV="  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www; $LOGLINE
+           location / { limit_req zone=one nodelay; limit_req_status 429; } }
+  server { listen 127.0.0.1:$P_PROXY; $LOGLINE
+           location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+case $UPSTREAM in
+  own) nginx_conf upstream 1 "$STATIC_SRV"; nginx_conf nginx "$NGINX_WORKERS" "$PEER_SRV"
+       nginx -c "$tmp/upstream.conf" -p "$tmp" || { echo "upstream nginx did not start" >&2; exit 1; } ;;
+  shared) nginx_conf nginx "$NGINX_WORKERS" "$STATIC_SRV
+$PEER_SRV" ;;
+  *) echo "UPSTREAM is own or shared" >&2; exit 1 ;;
+esac
 nginx -c "$tmp/nginx.conf" -p "$tmp" || { echo "nginx did not start" >&2; exit 1; }
 for i in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$P_STATIC/tile.png" && break; sleep 0.1; done
 
@@ -89,13 +103,17 @@ declare -A URL=([nginx_reject]="http://127.0.0.1:$P_LIMIT$MAP" [gate_reject]="ht
   [direct]="http://127.0.0.1:$P_STATIC/tile.png" [nginx_proxy]="http://127.0.0.1:$P_PROXY/tile.png"
   [gate_pass]="http://127.0.0.1:$P_GPASS/tile.png")
 echo "ogc-gate benchmark: $ROUNDS rounds, wrk -t$WRK_THREADS -c$CONNS -d${SECS}s (throughput), -t1 -c1 -d${LSECS}s (latency)"
-echo "gate threads $GATE_THREADS, nginx workers $NGINX_WORKERS (access log $NGINX_LOG), $(nproc) cores shared with wrk; 20 kB static body"
+echo "gate threads $GATE_THREADS, nginx workers $NGINX_WORKERS (access log $NGINX_LOG), upstream $UPSTREAM, $(nproc) cores shared with wrk; 20 kB static body"
+# Warm-up: pools, buffers and page faults of a freshly started server are not
+# measured (the first gate pass-through run was a quarter slow).
+for n in "${names[@]}"; do wrk -t"$WRK_THREADS" -c"$CONNS" -d1s "${URL[$n]}" >/dev/null 2>&1; done
 for r in $(seq 1 "$ROUNDS"); do
   # Rotate the order each round so no design always runs first (or warm).
   order=("${names[@]:$((r % 5))}" "${names[@]:0:$((r % 5))}")
   line="round $r:"
   for n in "${order[@]}"; do v=$(rps "${URL[$n]}"); R[$n]+="$v "; line+=" $n=$v"; done
-  for n in direct nginx_proxy gate_pass; do
+  lnames=(direct nginx_proxy gate_pass); lorder=("${lnames[@]:$((r % 3))}" "${lnames[@]:0:$((r % 3))}")
+  for n in "${lorder[@]}"; do
     read -r p50 p99 < <(lat "${URL[$n]}"); R[${n}_p50]+="$p50 "; R[${n}_p99]+="$p99 "; line+=" ${n}_p50/p99=${p50}/${p99}ms"
   done
   # Ratios within the round: both sides met the same background load.

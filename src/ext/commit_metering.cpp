@@ -43,6 +43,11 @@ extern "C" {
 // their price. It is measured and charged after the fact (debt refuses what
 // comes next); a commit cannot be refused once it is being written.
 //
+// COMMIT PREPARED and ROLLBACK PREPARED write and flush the prepared
+// transaction's own commit or abort record inside the statement (their own
+// transaction has no xid): the statement is timed and charged to whoever runs
+// it, never refused.
+//
 // A session's set-up is charged as the commit that ends it begins: the first
 // commit of a client backend is InitPostgres's own, after authentication and the
 // role's settings (so the budget is the role's). What is charged is the
@@ -135,6 +140,26 @@ void commit_flush_end() {
     count_measured(ms);
     if (flush.charges) owe(flush.id, flush.budget, ms);
     note_stats(flush.id, flush.charges ? ms : 0, ms);
+}
+
+void meter_finish_prepared(void (*run)(void*), void* arg) {
+    if (MyBackendType != B_BACKEND || !metering_idle() || IsParallelWorker() || current_mode() == Mode::Off ||
+        !true_up_enabled() || !shared_memory_ready() || core::budget_problem(current_budget()) != nullptr) {
+        run(arg);
+        return;
+    }
+    // Only plain values live across run(): an ERROR in it longjmps past this
+    // frame and nothing is charged (a failed one did not flush).
+    instr_time start;
+    INSTR_TIME_SET_CURRENT(start);
+    run(arg);
+    const double ms = elapsed_ms(start);
+    const core::Budget b = current_budget();
+    const bool charges = current_mode() != Mode::Log;
+    const IdentityKey& id = own_identity();
+    count_measured(ms);
+    if (charges) owe(id, b, ms);
+    note_stats(id, charges ? ms : 0, ms);
 }
 
 void charge_session_setup() {

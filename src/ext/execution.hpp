@@ -78,6 +78,10 @@ void commit_phase_over();
 // commit (or abort) callbacks, the commit record's flush.
 void commit_flush_begin();
 void commit_flush_end();
+// COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller
+// like a commit (never refused: a role in debt must be able to release what a
+// prepared transaction holds).
+void meter_finish_prepared(void (*run)(void*), void* arg);
 // The first pre-commit of a backend ends its set-up (ogc_throttle.charge_connection).
 extern bool session_setup_charged;
 void charge_session_setup();

@@ -15,8 +15,9 @@ extern "C" {
 // dropping an index on a temporary table, or a DO block's loop, is server time
 // nobody pays for. The statements they run inside (CREATE TABLE AS's query,
 // a DO block's SQL) are nested: their estimates join its deposit and its
-// clock covers them. Transaction control, SET and the like are never metered:
-// a session in debt must still be able to end its transaction and name its payer.
+// clock covers them. Transaction control, SET and the like are never refused:
+// a session in debt must still be able to end its transaction and name its payer
+// (COMMIT/ROLLBACK PREPARED are charged for their flush, commit_metering.cpp).
 namespace ot::ext {
 namespace {
 
@@ -77,9 +78,16 @@ bool metered_here(const PlannedStmt* pstmt) {
            !IsParallelWorker() && shared_memory_ready();
 }
 
+bool finishes_prepared(const Node* n) {
+    if (!IsA(n, TransactionStmt)) return false;
+    const TransactionStmtKind k = reinterpret_cast<const TransactionStmt*>(n)->kind;
+    return k == TRANS_STMT_COMMIT_PREPARED || k == TRANS_STMT_ROLLBACK_PREPARED;
+}
+
 void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
                 ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
+    if (finishes_prepared(pstmt->utilityStmt)) return meter_finish_prepared(call_utility, &c);
     if (metered_here(pstmt)) {
         const IdentityKey id = own_identity();
         const core::Budget b = usable_budget();

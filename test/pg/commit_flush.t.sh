@@ -7,7 +7,7 @@
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 cluster_up 55492 "shared_preload_libraries = 'ogc_throttle'" "fsync = on" "synchronous_commit = on" \
-  "max_prepared_transactions = 2"
+  "max_prepared_transactions = 25"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
    CREATE ROLE wr LOGIN;
    CREATE TABLE w (i int); GRANT INSERT, SELECT ON w TO wr;
@@ -72,6 +72,41 @@ echo "# PREPARE TRANSACTION of a one-row INSERT: $took ms, bucket spent $spent m
 check "PREPARE TRANSACTION's flush is charged (>= 0.3 ms: $spent ms of $took)" \
   awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.3) }'
 
+# COMMIT PREPARED writes and flushes the prepared transaction's commit record
+# inside the statement, in a transaction of its own with no xid; ROLLBACK
+# PREPARED likewise its abort record. Whoever runs them pays; they are never refused.
+args=(); for k in $(seq 1 20); do args+=(-c "BEGIN" -c "INSERT INTO w VALUES ($k)" -c "PREPARE TRANSACTION 'c$k'"); done
+u "${args[@]}" >/dev/null
+before=$(tokens)
+args=(-c '\timing on'); for k in $(seq 1 20); do args+=(-c "COMMIT PREPARED 'c$k'"); done
+took=$(u "${args[@]}" | ms_of)
+spent=$(spent_since "$before")
+echo "# 20 COMMIT PREPARED: $took ms at the client, bucket spent $spent ms"
+check "COMMIT PREPARED is charged its flush: >= 85% of its time at the client, less 0.1 ms each ($spent of $took ms)" \
+  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * (t - 20 * 0.1) && s <= 1.05 * t + 1) }'
+args=(); for k in $(seq 1 20); do args+=(-c "BEGIN" -c "INSERT INTO w VALUES ($k)" -c "PREPARE TRANSACTION 'r$k'"); done
+u "${args[@]}" >/dev/null
+before=$(tokens)
+args=(-c '\timing on'); for k in $(seq 1 20); do args+=(-c "ROLLBACK PREPARED 'r$k'"); done
+took=$(u "${args[@]}" | ms_of)
+spent=$(spent_since "$before")
+echo "# 20 ROLLBACK PREPARED: $took ms at the client, bucket spent $spent ms"
+check "ROLLBACK PREPARED is charged its flush likewise ($spent of $took ms)" \
+  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * (t - 20 * 0.1) && s <= 1.05 * t + 1) }'
+q "ALTER ROLE wr SET ogc_throttle.capacity = 1" >/dev/null
+q "SELECT throttle_reset('wr')" >/dev/null
+# (its INSERTs and PREPARE's flush, a few ms, overdraw a 1 ms bucket)
+u -c "BEGIN" -c "INSERT INTO w VALUES (0)" -c "INSERT INTO w VALUES (0)" -c "PREPARE TRANSACTION 'd1'" >/dev/null
+tokens >/dev/null  # the PREPARE session has settled
+refused=$(u -c "SELECT count(*) FROM w" >/dev/null; cat "$DIR/u.err")
+u -c "COMMIT PREPARED 'd1'" >/dev/null
+left=$(q "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'd1'")
+check "(control) the bucket is in debt: a SELECT is refused" grep -q 'ogc_throttle: statement refused' <<<"$refused"
+check "a role in debt still finishes its prepared transaction (its locks are released; $(head -c 200 "$DIR/u.err"))" \
+  test "$left" = 0
+q "ALTER ROLE wr SET ogc_throttle.capacity = 600000" >/dev/null; q "SELECT throttle_reset('wr')" >/dev/null
+u -c "SELECT 1" >/dev/null  # the bucket exists again, at the new capacity
+
 # A new session pays for its own set-up (fork, authentication, caches, settings) in backend CPU time.
 before=$(tokens)
 as_pg "$PGBIN/pgbench" -n -C -h "$DIR" -p "$PORT" -U wr -t 50 -f "$select1" postgres >"$DIR/c.out" 2>&1
@@ -99,14 +134,14 @@ q "ALTER ROLE wr SET ogc_throttle.mode = 'log'" >/dev/null
 before=$(tokens)
 bench "$script" >/dev/null
 check "(control) in log mode nothing is charged" awk -v s="$(spent_since "$before")" 'BEGIN { exit !(s <= 0.01) }'
-q "ALTER ROLE wr SET ogc_throttle.mode = 'reject'; ALTER ROLE wr SET ogc_throttle.capacity = 2" >/dev/null
+q "ALTER ROLE wr SET ogc_throttle.mode = 'reject'; ALTER ROLE wr SET ogc_throttle.capacity = 1" >/dev/null
 q "SELECT throttle_reset('wr')" >/dev/null
 n0=$(q "SELECT count(*) FROM w")
 args=(); for k in $(seq 1 20); do args+=(-c "INSERT INTO w VALUES ($k)"); done
 u "${args[@]}" >/dev/null
 n1=$(q "SELECT count(*) FROM w")
-echo "# capacity 2 ms, 20 one-row INSERTs: rows $n0 -> $n1, tokens $(tokens); $(head -n1 "$DIR/u.err")"
-check "on a 2 ms budget, the commits' flushes put the bucket in debt and later INSERTs are refused" \
+echo "# capacity 1 ms, 20 one-row INSERTs: rows $n0 -> $n1, tokens $(tokens); $(head -n1 "$DIR/u.err")"
+check "on a 1 ms budget, the commits' flushes put the bucket in debt and later INSERTs are refused" \
   awk -v a="$n0" -v b="$n1" 'BEGIN { exit !(b > a && b <= a + 10) }'
 check "... with the refusal SQLSTATE's message" grep -q 'ogc_throttle: statement refused' "$DIR/u.err"
 tap_exit
