@@ -83,15 +83,31 @@ bool in_commit() {
            !(MyBEEntry != nullptr && MyBEEntry->st_state == STATE_FASTPATH);
 }
 
+// Time measured outside any statement: counted, charged unless in log mode, and
+// in the identity's statistics.
+void charge_measured(const IdentityKey& id, const core::Budget& b, bool charges, double ms) {
+    count_measured(ms);
+    if (charges) owe(id, b, ms);
+    note_stats(id, charges ? ms : 0, ms);
+}
+
+// Where a commit's own time is metered: a client backend, outside any metered
+// pass, metering on, with a budget (set in b) the spend path can represent.
+bool commit_time_metered(core::Budget& b) {
+    if (MyBackendType != B_BACKEND || !metering_idle() || IsParallelWorker() || current_mode() == Mode::Off ||
+        !true_up_enabled() || !shared_memory_ready())
+        return false;
+    b = current_budget();
+    return core::budget_problem(b) == nullptr;
+}
+
 void charge_gap(const instr_time& until) {
     instr_time gap = until;
     INSTR_TIME_SUBTRACT(gap, phase.last_end);
     const double ms = INSTR_TIME_GET_MILLISEC(gap) - phase.waited_ms;
     phase.waited_ms = 0;
     if (ms <= 0) return;
-    count_measured(ms);
-    if (phase.charges) owe(phase.id, phase.budget, ms);
-    note_stats(phase.id, phase.charges ? ms : 0, ms);
+    charge_measured(phase.id, phase.budget, phase.charges, ms);
 }
 
 }  // namespace
@@ -124,11 +140,9 @@ void commit_phase_over() {
 }
 
 void commit_flush_begin() {
-    if (GetTopTransactionIdIfAny() == InvalidTransactionId || MyBackendType != B_BACKEND || !metering_idle() ||
-        IsParallelWorker() || current_mode() == Mode::Off || !true_up_enabled() || !shared_memory_ready())
-        return;
-    const core::Budget b = current_budget();
-    if (core::budget_problem(b) != nullptr) return;  // its statements were refused already
+    // (a budget it cannot represent: its statements were refused already)
+    core::Budget b{};
+    if (GetTopTransactionIdIfAny() == InvalidTransactionId || !commit_time_metered(b)) return;
     flush = {true, current_mode() != Mode::Log, own_identity(), b, {}};
     INSTR_TIME_SET_CURRENT(flush.start);
 }
@@ -137,29 +151,18 @@ void commit_flush_end() {
     if (!flush.on) return;
     flush.on = false;
     const double ms = elapsed_ms(flush.start);
-    count_measured(ms);
-    if (flush.charges) owe(flush.id, flush.budget, ms);
-    note_stats(flush.id, flush.charges ? ms : 0, ms);
+    charge_measured(flush.id, flush.budget, flush.charges, ms);
 }
 
 void meter_finish_prepared(void (*run)(void*), void* arg) {
-    if (MyBackendType != B_BACKEND || !metering_idle() || IsParallelWorker() || current_mode() == Mode::Off ||
-        !true_up_enabled() || !shared_memory_ready() || core::budget_problem(current_budget()) != nullptr) {
-        run(arg);
-        return;
-    }
+    core::Budget b{};
+    if (!commit_time_metered(b)) return run(arg);
     // Only plain values live across run(): an ERROR in it longjmps past this
     // frame and nothing is charged (a failed one did not flush).
     instr_time start;
     INSTR_TIME_SET_CURRENT(start);
     run(arg);
-    const double ms = elapsed_ms(start);
-    const core::Budget b = current_budget();
-    const bool charges = current_mode() != Mode::Log;
-    const IdentityKey& id = own_identity();
-    count_measured(ms);
-    if (charges) owe(id, b, ms);
-    note_stats(id, charges ? ms : 0, ms);
+    charge_measured(own_identity(), b, current_mode() != Mode::Log, elapsed_ms(start));
 }
 
 void charge_session_setup() {
@@ -172,11 +175,7 @@ void charge_session_setup() {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return;
     const double ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-    const IdentityKey& id = own_identity();
-    const bool charges = current_mode() != Mode::Log;
-    count_measured(ms);
-    if (charges) owe(id, b, ms);
-    note_stats(id, charges ? ms : 0, ms);
+    charge_measured(own_identity(), b, current_mode() != Mode::Log, ms);
 }
 
 }  // namespace ot::ext

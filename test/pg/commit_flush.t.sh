@@ -75,24 +75,25 @@ check "PREPARE TRANSACTION's flush is charged (>= 0.3 ms: $spent ms of $took)" \
 # COMMIT PREPARED writes and flushes the prepared transaction's commit record
 # inside the statement, in a transaction of its own with no xid; ROLLBACK
 # PREPARED likewise its abort record. Whoever runs them pays; they are never refused.
-args=(); for k in $(seq 1 20); do args+=(-c "BEGIN" -c "INSERT INTO w VALUES ($k)" -c "PREPARE TRANSACTION 'c$k'"); done
-u "${args[@]}" >/dev/null
-before=$(tokens)
-args=(-c '\timing on'); for k in $(seq 1 20); do args+=(-c "COMMIT PREPARED 'c$k'"); done
-took=$(u "${args[@]}" | ms_of)
-spent=$(spent_since "$before")
-echo "# 20 COMMIT PREPARED: $took ms at the client, bucket spent $spent ms"
+# finish_prepared VERB: 20 one-row transactions prepared, then VERB PREPARED for each, timed at the client.
+finish_prepared() {
+  local k args=()
+  for k in $(seq 1 20); do args+=(-c "BEGIN" -c "INSERT INTO w VALUES ($k)" -c "PREPARE TRANSACTION 'f$k'"); done
+  u "${args[@]}" >/dev/null
+  before=$(tokens)
+  args=(-c '\timing on'); for k in $(seq 1 20); do args+=(-c "$1 PREPARED 'f$k'"); done
+  took=$(u "${args[@]}" | ms_of)
+  spent=$(spent_since "$before")
+  echo "# 20 $1 PREPARED: $took ms at the client, bucket spent $spent ms"
+}
+charged_its_flush() {  # >= 85% of the client's time less 0.1 ms a statement, <= 105% of it
+  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * (t - 20 * 0.1) && s <= 1.05 * t + 1) }'
+}
+finish_prepared COMMIT
 check "COMMIT PREPARED is charged its flush: >= 85% of its time at the client, less 0.1 ms each ($spent of $took ms)" \
-  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * (t - 20 * 0.1) && s <= 1.05 * t + 1) }'
-args=(); for k in $(seq 1 20); do args+=(-c "BEGIN" -c "INSERT INTO w VALUES ($k)" -c "PREPARE TRANSACTION 'r$k'"); done
-u "${args[@]}" >/dev/null
-before=$(tokens)
-args=(-c '\timing on'); for k in $(seq 1 20); do args+=(-c "ROLLBACK PREPARED 'r$k'"); done
-took=$(u "${args[@]}" | ms_of)
-spent=$(spent_since "$before")
-echo "# 20 ROLLBACK PREPARED: $took ms at the client, bucket spent $spent ms"
-check "ROLLBACK PREPARED is charged its flush likewise ($spent of $took ms)" \
-  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * (t - 20 * 0.1) && s <= 1.05 * t + 1) }'
+  charged_its_flush
+finish_prepared ROLLBACK
+check "ROLLBACK PREPARED is charged its flush likewise ($spent of $took ms)" charged_its_flush
 q "ALTER ROLE wr SET ogc_throttle.capacity = 1" >/dev/null
 q "SELECT throttle_reset('wr')" >/dev/null
 # (its INSERTs and PREPARE's flush, a few ms, overdraw a 1 ms bucket)
