@@ -30,9 +30,10 @@ extern "C" {
 // the next check refuses a commit the bucket cannot pay for. Time spent
 // waiting for a turn in delay mode is not work and is left out.
 //
-// Not covered: what runs before the first pass (microseconds of queue set-up),
-// deferrable UNIQUE rechecks with no executor pass at all (bounded by the
-// conflicting rows the metered INSERT queued), and the deferred triggers of a
+// What runs outside the passes and gaps here (queue set-up before the first
+// pass, deferrable UNIQUE rechecks, which run no executor pass at all) is the
+// COMMIT message's own unmetered work (message_metering.cpp). Not covered:
+// those of an implicit commit at Sync, and the deferred triggers of a
 // fast-path call's own implicit commit.
 //
 // The commit itself, from the pre-commit callbacks to the commit callbacks,
@@ -167,6 +168,9 @@ void meter_finish_prepared(void (*run)(void*), void* arg) {
 
 void charge_session_setup() {
     session_setup_charged = true;
+    // Looked up now, inside a transaction: a session's first message may fail
+    // before any statement asks, and what it did is charged after the abort.
+    if (MyBackendType == B_BACKEND && !IsParallelWorker()) (void)own_identity();
     if (!setting_charge_connection || MyBackendType != B_BACKEND || IsParallelWorker() ||
         current_mode() == Mode::Off || !true_up_enabled() || !shared_memory_ready())
         return;

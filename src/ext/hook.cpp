@@ -237,7 +237,7 @@ void install_hooks() {
     install_utility_metering();
     install_planning_metering();
     install_function_metering();
-    install_parse_metering();
+    install_message_metering();
 }
 
 }  // namespace ot::ext

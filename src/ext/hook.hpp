@@ -28,9 +28,10 @@ void install_planning_metering();
 // The planner is planning a top-level statement (the queries it analyses are part of it).
 bool planning_in_progress();
 // Charges what the current client message did since it began, or since the
-// last charge in it, that no meter timed (parse_metering.cpp); installs its hook.
+// last charge in it, that no meter timed (message_metering.cpp); installs its
+// hooks (parse analysis, and the answers the backend sends).
 void charge_unmetered_span();
-void install_parse_metering();
+void install_message_metering();
 // Meters function calls that run outside any metered statement: deferred
 // triggers at COMMIT, event triggers, fast-path calls (function_metering.cpp).
 void install_function_metering();

@@ -40,6 +40,13 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
     return make_identity_key(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
+namespace {
+// The login role's name is looked up once per session authorization, not per
+// statement (a role renamed meanwhile keeps paying under its old name until then).
+Oid cached_role = InvalidOid;
+IdentityKey cached;
+}  // namespace
+
 const IdentityKey& own_identity() {
     if (const char* id = identity_override()) {
         static IdentityKey chosen;
@@ -47,10 +54,6 @@ const IdentityKey& own_identity() {
         return chosen;
     }
     // The login role: SET ROLE to a group role does not open a second budget.
-    // Its name is looked up once per session authorization, not per statement
-    // (a role renamed meanwhile keeps paying under its old name until then).
-    static Oid cached_role = InvalidOid;
-    static IdentityKey cached;
     const Oid role = GetSessionUserId();
     if (role != cached_role) {
         const char* name = GetUserNameFromId(role, false);
@@ -58,6 +61,11 @@ const IdentityKey& own_identity() {
         cached_role = role;
     }
     return cached;
+}
+
+const IdentityKey* own_identity_if_known() {
+    if (identity_override() != nullptr) return &own_identity();
+    return GetSessionUserId() == cached_role ? &cached : nullptr;
 }
 
 }  // namespace ot::ext

@@ -19,6 +19,9 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // SECURITY DEFINER owner). A backend-local key, valid until the next call:
 // every statement asks, so it is not copied on the way.
 const IdentityKey& own_identity();
+// The same without a catalog lookup (outside a transaction): null when the
+// login role's name has not been looked up yet.
+const IdentityKey* own_identity_if_known();
 
 // One row of the buckets shape (throttle_peek, throttle_buckets).
 HeapTuple bucket_row(TupleDesc desc, const BucketView& v);

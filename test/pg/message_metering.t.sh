@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# What a message makes the backend do before any meter starts pays too
-# (doc/metering.md, "Parsing"): parse analysis runs a literal's type input
-# function, so 4 MB of 'LINESTRING(...)'::geometry was 250 ms of PostGIS
-# parsing charged 0.09 ms; a Bind converts its text parameters the same way.
+# What a message makes the backend do outside every meter pays too
+# (doc/metering.md, "Parsing and the rest of a message"): parse analysis runs
+# a literal's type input function, so 4 MB of 'LINESTRING(...)'::geometry was
+# 250 ms of PostGIS parsing charged 0.09 ms; a Bind converts its text
+# parameters the same way; a message that fails pays for what it did before
+# its error; a COMMIT pays for deferrable UNIQUE rechecks no meter times.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 cluster_up 55494 "shared_preload_libraries = 'ogc_throttle'"
@@ -22,9 +24,12 @@ at_least() {  # description spent took fraction
   check "$1 ($2 of $3 ms, >= $4)" awk -v s="$2" -v t="$3" -v f="$4" 'BEGIN { exit !(t > 50 && s >= f * t) }'
 }
 
-# 300 000 vertices of WKT, about 4 MB.
+# 300 000 vertices of WKT, about 4 MB; the same with a last vertex PostGIS refuses.
 python3 -c "print('LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(300000)) + ')', end='')" >"$DIR/line.wkt"
+python3 -c "print('LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(300000)) + ',x)', end='')" >"$DIR/bad.wkt"
 wkt=$(cat "$DIR/line.wkt")
+printf "SELECT ST_NPoints('%s'::geometry)" "$(cat "$DIR/bad.wkt")" >"$DIR/bad_literal.sql"
+printf 'INSERT INTO sink SELECT 1 WHERE $1::geometry IS NULL' >"$DIR/insert.sql"
 printf "SELECT ST_NPoints('%s'::geometry)" "$wkt" >"$DIR/literal.sql"
 printf "SELECT 1; SELECT ST_NPoints('%s'::geometry)" "$wkt" >"$DIR/second.sql"
 printf 'SELECT ST_NPoints($1::geometry)' >"$DIR/param.sql"
@@ -54,7 +59,38 @@ q "ALTER ROLE pr SET plan_cache_mode = force_generic_plan" >/dev/null
 before=$(tokens)
 r=$(ext "$DIR/param.sql" "$DIR/line.wkt" --prepare-then-wait 0 --times 4); took=${r#ok }
 at_least "... also for a generic plan, which only its first Bind plans (4 executions)" "$(spent_since "$before")" "$took" 0.8
+
+# An INSERT's generic plan starts its executor at Execute: in its Bind nothing
+# but the parameter's conversion runs, up to BindComplete.
+q "CREATE TABLE sink (n int); GRANT INSERT ON sink TO pr" >/dev/null
+before=$(tokens)
+r=$(ext "$DIR/insert.sql" "$DIR/line.wkt" --prepare-then-wait 0 --times 4); took=${r#ok }
+at_least "... and for an INSERT's generic plan, whose executor starts only at Execute ($r)" "$(spent_since "$before")" "$took" 0.8
 q "ALTER ROLE pr RESET plan_cache_mode" >/dev/null
+
+# A message that fails has done its work until the error: 4 MB parsed, then refused.
+# (Timed by pqexec.py's simple Query with terse errors, not psql: psql and
+# libpq spend tens of ms of their own placing the error's position in 4 MB of
+# query text.)
+before=$(tokens)
+r=$(ext "$DIR/bad_literal.sql" --simple); read -r _ state took _ <<<"$r"
+at_least "a literal refused after 4 MB of parsing is charged its parsing ($state)" "$(spent_since "$before")" "$took" 0.85
+before=$(tokens)
+r=$(ext "$DIR/param.sql" "$DIR/bad.wkt"); read -r _ state took _ <<<"$r"
+echo "# extended protocol: ${r:0:80}"
+at_least "... and as a Bind parameter ($state)" "$(spent_since "$before")" "$took" 0.8
+
+# A COMMIT's deferrable UNIQUE rechecks run no executor pass: one per row an
+# UPDATE left in conflict, all at COMMIT.
+q "CREATE TABLE uq (id int UNIQUE DEFERRABLE INITIALLY DEFERRED); INSERT INTO uq SELECT generate_series(1, 300000);
+   GRANT SELECT, UPDATE ON uq TO pr" >/dev/null
+u -c "SELECT 1" >/dev/null
+before=$(tokens)
+times=$(u -c '\timing on' -c "BEGIN" -c "UPDATE uq SET id = id + 1" -c "COMMIT" | awk '/^Time: /{ print $2 }' | tr '\n' ' ')
+read -r _ t_update t_commit <<<"$times"
+took=$(awk -v a="$t_update" -v b="$t_commit" 'BEGIN { print a + b }')
+echo "# UPDATE $t_update ms, COMMIT (300 000 rechecks) $t_commit ms"
+at_least "an UPDATE and the COMMIT of its deferrable UNIQUE rechecks are charged" "$(spent_since "$before")" "$took" 0.85
 
 # Control: a client's wait between its Parse and its Execute is not the server's work.
 before=$(tokens)
