@@ -13,7 +13,11 @@
 # Knobs: N (300), NPOINTS (200000), KINDS ("select dwithin tile"), GRID (1: build a density grid),
 # SAMPLING=1 (also: calibration sampling off / on / with automatic refits), KEEP=1
 # keeps the work directory (callgrind files for callgrind_annotate), CACHESIM=1 (valgrind's cache
-# simulation: also I1, D1 and last-level misses per statement, and it runs about twice as long).
+# simulation: also I1, D1 and last-level misses per statement, and it runs about twice as long),
+# CONN=1 (the statements come over a socket from pgbench -M prepared, as a driver sends them —
+# Parse, Bind, Execute, Sync — to a server under callgrind, and the client backend's own
+# instructions are counted: what --single leaves out, the protocol's messages and the answers the
+# library watches, is in; about 10 minutes).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -63,21 +67,58 @@ gen() {  # gen KIND COUNT
     }
   }'
 }
-ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
-  local f="$work/$1.$2.$3" opts=(-c shared_preload_libraries=)
+config_opts() {  # config_opts CONFIG: sets opts, the server's settings for that configuration
   local hook=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
     -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
-  case $3 in
+  case $1 in
+    none) opts=(-c shared_preload_libraries=) ;;
     reject) opts=("${hook[@]}") ;;
     nosample) opts=("${hook[@]}" -c ogc_throttle.max_samples=0) ;;       # calibration sampling off
     apply) opts=("${hook[@]}" -c ogc_throttle.calibration=apply) ;;    # sampling and automatic refits
   esac
+}
+ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
+  local f="$work/$1.$2.$3" opts
+  config_opts "$3"
   gen "$1" "$2" >"$f.sql"; chmod 644 "$f.sql"
   as_pg timeout 1200 valgrind --tool=callgrind "${cachesim[@]}" --callgrind-out-file="$f.out" \
     "$PGBIN/postgres" --single -D "$work/data" -c jit=off "${opts[@]}" postgres <"$f.sql" >"$f.log" 2>&1
   grep -q ERROR "$f.log" && { grep -m3 ERROR "$f.log" >&2; die "$1 under $3 failed"; }
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
 }
+
+# CONN=1: one pgbench client (-M prepared, fixed seed) against a server started under callgrind; the
+# client backend is found by its pid in the server log, and its own callgrind file is read.
+script() {  # script KIND -> the pgbench script of run.sh's statement of that kind
+  case $1 in
+    select) printf '%s\n' '\set aid random(1, 100000)' 'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;' ;;
+    dwithin) printf '%s\n' '\set px random(556597, 1669792)' '\set py random(5621521, 7361866)' '\set r random(100, 5000)' \
+      'SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(:px, :py), 3857), :r);' ;;
+    tile) printf '%s\n' '\set tx random(4210, 4436)' '\set ty random(2592, 2945)' \
+      "SELECT length(ST_AsMVT(t, 'pts')) FROM (SELECT id, kind, ST_AsMVTGeom(geom, ST_TileEnvelope(13, :tx, :ty), 4096, 64, true) AS geom FROM pts WHERE geom && ST_TileEnvelope(13, :tx, :ty, margin => 0.015625)) t;" ;;
+  esac
+}
+ir_conn() {  # ir_conn KIND COUNT CONFIG -> total instructions of the client backend
+  local f="$work/$1.$2.$3" opts k pid
+  config_opts "$3"
+  script "$1" >"$f.pgbench"; chmod 644 "$f.pgbench"
+  as_pg valgrind --tool=callgrind --callgrind-out-file="$f.%p.out" "$PGBIN/postgres" -D "$work/data" -p "$PORT" \
+    -c jit=off -c log_connections=on -c "log_line_prefix=%p " "${opts[@]}" >"$f.log" 2>&1 &
+  running=yes
+  for k in $(seq 1 240); do as_pg "$PGBIN/pg_isready" -q -h "$work" -p "$PORT" && break; sleep 0.5; done
+  as_pg "$PGBIN/pgbench" -n -c 1 -t "$2" -M prepared --random-seed=7 -f "$f.pgbench" -h "$work" -p "$PORT" \
+    -U postgres postgres >"$f.pgbench.log" 2>&1 || { tail -3 "$f.pgbench.log" >&2; die "$1 under $3: pgbench failed"; }
+  as_pg "$PGBIN/pg_ctl" -D "$work/data" -w -t 300 -m fast stop >/dev/null 2>&1
+  running=""
+  pid=$(awk '/connection authorized: user=postgres database=postgres application_name=pgbench/ { p = $1 } END { print p }' "$f.log")
+  [ -n "$pid" ] && [ -f "$f.$pid.out" ] || die "$1 under $3: no callgrind file of the pgbench backend"
+  cp "$f.$pid.out" "$f.out"
+  sed -n 's/^summary: *//p' "$f.out"
+}
+if [ -n "${CONN:-}" ]; then
+  [ -n "${CACHESIM:-}" ] && die "CACHESIM=1 counts --single runs only"
+  ir() { ir_conn "$@"; }
+fi
 
 # Settlements and statistics are written to shared memory every 10 ms (100 ms) of measured time: under
 # valgrind a statement takes ~50x longer, so those flushes happen ~50x more often than on a real run, and
@@ -86,7 +127,8 @@ flushes() {  # flushes CALLGRIND-FILE -> inclusive Ir of the settlement's flushe
   callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
     awk '$3 != "=>" && /ogc_throttle\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
 }
-echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1}"
+echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1};" \
+  "$([ -n "${CONN:-}" ] && echo "the client backend of pgbench -M prepared over a socket" || echo "postgres --single")"
 printf '%-9s | %12s | %12s | %10s | %7s | %9s | %10s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "flushes" "w/o flush" "one-time extra"
 printf -- '%.0s-' $(seq 104); echo
 for kind in ${KINDS:-select dwithin tile}; do

@@ -199,9 +199,6 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
         guard([qd] { price_and_charge(qd); });
         pricing = false;
     }
-    // The executor's start and this pricing; for a portal started at Bind
-    // (a SELECT's generic plan), the Bind's parameter conversion before them.
-    charge_unmetered_span();
 }
 
 }  // namespace

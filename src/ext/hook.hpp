@@ -27,10 +27,8 @@ void install_utility_metering();
 void install_planning_metering();
 // The planner is planning a top-level statement (the queries it analyses are part of it).
 bool planning_in_progress();
-// Charges what the current client message did since it began, or since the
-// last charge in it, that no meter timed (message_metering.cpp); installs its
-// hooks (parse analysis, and the answers the backend sends).
-void charge_unmetered_span();
+// Charges what each client message made the backend do that no meter timed,
+// when the backend answers it (message_metering.cpp).
 void install_message_metering();
 // Meters function calls that run outside any metered statement: deferred
 // triggers at COMMIT, event triggers, fast-path calls (function_metering.cpp).

@@ -9,7 +9,7 @@ extern "C" {
 #include "access/xact.h"
 #include "libpq/libpq.h"
 #include "miscadmin.h"
-#include "parser/analyze.h"
+#include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/timestamp.h"
 }
@@ -24,15 +24,17 @@ extern "C" {
 //
 // PostgreSQL stamps each Query, Parse, Bind, Execute and fast-path message
 // with its start (statement_timestamp()) after reading it whole. A span runs
-// from there, or from the last point of the same message already accounted
-// for, to the next such point: the end of a statement's parse analysis, the
-// start of its planning, the end of its ExecutorStart (this pricing
-// included), and the answer that ends the message's work (ParseComplete,
+// from there, or from the answer that ended the previous statement of the
+// same query string, to the answer that ends this one's work (ParseComplete,
 // BindComplete, CommandComplete, PortalSuspended, EmptyQueryResponse: every
 // message the backend sends passes PqCommMethods, which is watched here).
-// What the meters timed inside a span, and waits for a turn in delay mode,
-// are taken out of it. A message that fails is accounted up to its
-// ErrorResponse, once the abort has settled what its meters timed.
+// What the meters timed inside a span (passes, planning, a commit's flush and
+// deferred-trigger phase) and waits for a turn in delay mode are taken out of
+// it; the rest is charged. A message that fails is accounted up to its
+// ErrorResponse, once the abort has settled what its meters timed. Only the
+// answers are marks, so a statement reads the clock once or twice for this
+// (marks at each parse analysis, planning and executor start, as there were,
+// added some 650 instructions to a select-only statement over a socket).
 //
 // The client's idle time is never in a span. Sync and Close carry no stamp,
 // so after an answer the mark is a beginning only for the next statement of
@@ -46,14 +48,12 @@ extern "C" {
 namespace ot::ext {
 namespace {
 
-post_parse_analyze_hook_type prev_analyze = nullptr;
 const PQcommMethods* socket_methods = nullptr;
 PQcommMethods watched_methods;
 
 // Where the mark is: after ReadyForQuery nothing continues; after another
-// answer, only the next statement of the same query string; at a point
-// inside a message, what follows in it.
-enum class Mark { Closed, Answered, Inside };
+// answer, only the next statement of the same query string.
+enum class Mark { Closed, Answered };
 TimestampTz message = 0;  // the stamp of the message the mark is in
 TimestampTz mark = 0;     // accounted for up to here
 Mark where = Mark::Closed;
@@ -67,9 +67,12 @@ TimestampTz error_at = 0;     // an ErrorResponse went out since the mark
 bool error_in_text = false;  // ... while a statement's text was being served
 double pending_ms = 0;        // accounted for, not yet charged
 
+// A client backend with the shared table (fixed for the backend's life once
+// true), under a metering mode.
 bool metered_backend() {
-    return MyBackendType == B_BACKEND && !IsParallelWorker() && current_mode() != Mode::Off && true_up_enabled() &&
-           shared_memory_ready();
+    static bool client = false;
+    if (!client) client = MyBackendType == B_BACKEND && !IsParallelWorker() && shared_memory_ready();
+    return client && current_mode() != Mode::Off && true_up_enabled();
 }
 
 // No meter times the backend now: a commit's deferred-trigger phase charges
@@ -80,18 +83,16 @@ bool between_meters() {
 
 double metered() { return measured_so_far_ms() - spans_counted; }
 
-// The unmetered part of the current message up to `until`, added to pending
-// when its beginning is known. in_text: a statement's text is being served.
-void account(TimestampTz until, bool in_text) {
+// The unmetered part of the current message up to `until` (0 when its
+// beginning is unknown). in_text: a statement's text is being served.
+double account(TimestampTz until, bool in_text) {
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     TimestampTz from = start;
     if (start == message) {
-        if (where == Mark::Closed || (where == Mark::Answered && !in_text)) return;
+        if (where == Mark::Closed || !in_text) return 0;
         from = mark;
     }
-    const double ms = static_cast<double>(until - from) / 1000.0 - (metered() - metered_at_mark) -
-                      (waited_total - waited_at_mark);
-    if (ms > 0) pending_ms += ms;
+    return static_cast<double>(until - from) / 1000.0 - (metered() - metered_at_mark) - (waited_total - waited_at_mark);
 }
 
 void restart(TimestampTz now, Mark at) {
@@ -103,31 +104,57 @@ void restart(TimestampTz now, Mark at) {
     error_at = 0;
 }
 
-// A statement's own parse is some microseconds: those gather here and are
-// charged by the twentieth of a millisecond (the remainder when the backend
-// exits is lost). Outside a transaction the login role's name cannot be
-// looked up: what is pending then waits for the next charge.
-void settle(bool in_transaction) {
-    if (pending_ms < 0.05) return;
-    const core::Budget b = current_budget();
-    if (core::budget_problem(b) != nullptr) {
-        pending_ms = 0;  // its statements are refused already
-        return;
-    }
-    const IdentityKey* id = in_transaction ? &own_identity() : own_identity_if_known();
-    if (id == nullptr) return;
+// A statement's own spans are some microseconds: they gather here and are
+// charged by the millisecond, and what is left when the backend exits is
+// charged then. What gathers belongs to the identity paying when it was done:
+// a pooler that sets ogc_throttle.identity per client message must not hand
+// one client's remainder to the next. Outside a transaction the login role's
+// name cannot be looked up before a statement of the session has: time done
+// then gets its owner at the next charge.
+constexpr double kChargeMs = 1.0;
+IdentityKey pending_id;
+core::Budget pending_budget;
+bool pending_owned = false;
+bool exit_charge_registered = false;
+
+void charge_pending() {
+    if (!pending_owned || pending_ms <= 0) return;
     const double ms = pending_ms;
     pending_ms = 0;  // first: a charge that fails is not retried forever
+    if (core::budget_problem(pending_budget) != nullptr) return;  // its statements are refused already
     spans_counted += ms;
     count_measured(ms);
     const bool charges = current_mode() != Mode::Log;
-    if (charges) owe(*id, b, ms);
-    note_stats(*id, charges ? ms : 0, ms);
+    if (charges) owe(pending_id, pending_budget, ms);
+    note_stats(pending_id, charges ? ms : 0, ms);
 }
 
-void on_analyze(ParseState* pstate, Query* query, JumbleState* jstate) {
-    if (prev_analyze != nullptr) prev_analyze(pstate, query, jstate);
-    charge_unmetered_span();
+void charge_at_exit(int, Datum) {
+    if (!shared_memory_ready()) return;
+    charge_pending();
+    flush_settlements();  // the exit's own flush may have run already
+}
+
+void add_pending(double ms, bool in_transaction) {
+    const IdentityKey* id = in_transaction ? &own_identity() : own_identity_if_known();
+    const core::Budget b = current_budget();
+    if (pending_owned && (id == nullptr || !same_identity(*id, pending_id) || b.capacity != pending_budget.capacity ||
+                          b.rate != pending_budget.rate)) {
+        charge_pending();  // to the identity it was done for
+        pending_owned = false;
+    }
+    if (!(ms > 0)) return;
+    pending_ms += ms;
+    if (id != nullptr) {
+        pending_id = *id;
+        pending_budget = b;
+        pending_owned = true;
+    }
+    if (pending_ms >= kChargeMs) charge_pending();
+    if (!exit_charge_registered) {
+        before_shmem_exit(charge_at_exit, 0);
+        exit_charge_registered = true;
+    }
 }
 
 // The answer ends the message's work, or a statement's in a query string.
@@ -153,11 +180,11 @@ void answered(char type) {
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read
     if (type != 'Z') {
         now = GetCurrentTimestamp();
-        account(now, debug_query_string != nullptr);
+        add_pending(account(now, debug_query_string != nullptr),
+                    IsTransactionState() && !IsAbortedTransactionBlockState());
     } else if (error_at != 0) {
-        account(error_at, error_in_text);  // what the failed message did until its error
+        add_pending(account(error_at, error_in_text), false);  // what the failed message did until its error
     }
-    settle(IsTransactionState() && !IsAbortedTransactionBlockState());
     restart(now, type == 'Z' ? Mark::Closed : Mark::Answered);
 }
 
@@ -168,22 +195,12 @@ int watched_putmessage(char type, const char* s, size_t len) {
 
 }  // namespace
 
-void charge_unmetered_span() {
-    if (!metered_backend() || !between_meters() || IsAbortedTransactionBlockState()) return;
-    const TimestampTz now = GetCurrentTimestamp();
-    account(now, debug_query_string != nullptr);
-    settle(true);
-    restart(now, Mark::Inside);
-}
-
 void admission_waited(double ms) {
     commit_phase_waited(ms);
     waited_total += ms;
 }
 
 void install_message_metering() {
-    prev_analyze = post_parse_analyze_hook;
-    post_parse_analyze_hook = on_analyze;
     // Every message the backend sends goes through PqCommMethods (a parallel
     // worker's are redirected to its queue, which this leaves alone).
     socket_methods = PqCommMethods;

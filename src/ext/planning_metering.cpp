@@ -34,7 +34,6 @@ bool metered_here() {
 
 PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListInfo params) {
     if (!metered_here()) return call_planner(parse, query, options, params);
-    charge_unmetered_span();  // a Bind's parameter conversion, a statement's rewriting
     const IdentityKey id = own_identity();
     const core::Budget b = usable_budget();
     const Mode mode = current_mode();
