@@ -135,6 +135,9 @@ for r in $(seq 1 "$ROUNDS"); do
   for n in "${order[@]}"; do v=$(rps "${URL[$n]}"); R[$n]+="$v "; line+=" $n=$v"; done
   lnames=(direct nginx_proxy gate_pass)
   if [ "$LAT_MODE" = pooled ]; then
+    # The throughput runs just wrote ~0.4 GB of access and error log lines
+    # (gate, nginx): their writeback would land in the latency slices.
+    sync
     # Many short slices, alternating the servers (order rotated per slice),
     # each server's samples pooled over the round: a drift of the host's
     # wake-up latency within the round meets every server alike.
