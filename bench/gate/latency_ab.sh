@@ -52,15 +52,20 @@ for r in $(seq 1 "$ROUNDS"); do
   for s in $(seq 1 "$SLICES"); do
     k=$(((r + s) % 3)); order=("${names[@]:$k}" "${names[@]:0:$k}")
     for n in "${order[@]}"; do
-      LAT_OUT="$tmp/lat.$r.$n" wrk -t1 -c1 -d"${SLICE}s" -s "$root/bench/gate/lib/latency_dump.lua" "${URL[$n]}" >/dev/null 2>&1
+      LAT_OUT="$tmp/lat.$r.$n.$s" wrk -t1 -c1 -d"${SLICE}s" -s "$root/bench/gate/lib/latency_dump.lua" "${URL[$n]}" >/dev/null 2>&1
     done
   done
-  declare -A P50 P99
+  declare -A P50 P99 S99
   line="round $r (µs, p50/p99):"
-  for n in "${names[@]}"; do read -r a b c < <(pooled "$tmp/lat.$r.$n"); P50[$n]=$a P99[$n]=$b; line+=" $n=$a/$b (n=$c)"; done
+  for n in "${names[@]}"; do
+    read -r a b c < <(pooled "$tmp/lat.$r.$n".*); P50[$n]=$a P99[$n]=$b; line+=" $n=$a/$b (n=$c)"
+    S99[$n]=$(for f in "$tmp/lat.$r.$n".*; do pooled "$f" | awk '{print $2}'; done | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+  done
+  sline="  median of the slices' own p99 (µs): old=${S99[old]} new=${S99[new]} nginx=${S99[nginx]}; ratios new/old=$(awk "BEGIN{printf \"%.3f\", ${S99[new]}/${S99[old]}}") new/nginx=$(awk "BEGIN{printf \"%.3f\", ${S99[new]}/${S99[nginx]}}")"
   echo "$line  p99 ratios: new/old=$(awk "BEGIN{printf \"%.3f\", ${P99[new]}/${P99[old]}}") new/nginx=$(awk "BEGIN{printf \"%.3f\", ${P99[new]}/${P99[nginx]}}") old/nginx=$(awk "BEGIN{printf \"%.3f\", ${P99[old]}/${P99[nginx]}}")"
+  echo "$sline"
 done
 line="all rounds (µs, p50/p99):"
-for n in "${names[@]}"; do read -r a b c < <(pooled "$tmp"/lat.*."$n"); P50[$n]=$a P99[$n]=$b; line+=" $n=$a/$b (n=$c)"; done
+for n in "${names[@]}"; do read -r a b c < <(pooled "$tmp"/lat.*."$n".*); P50[$n]=$a P99[$n]=$b; line+=" $n=$a/$b (n=$c)"; done
 echo "$line  p99 ratios: new/old=$(awk "BEGIN{printf \"%.3f\", ${P99[new]}/${P99[old]}}") new/nginx=$(awk "BEGIN{printf \"%.3f\", ${P99[new]}/${P99[nginx]}}") old/nginx=$(awk "BEGIN{printf \"%.3f\", ${P99[old]}/${P99[nginx]}}")"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
