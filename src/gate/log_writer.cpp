@@ -41,6 +41,9 @@ void LogWriter::submit(std::string_view text) {
 void LogWriter::drain() {
     std::unique_lock<std::mutex> lock(mu_);
     const std::uint64_t target = submitted_;
+    if (written_ >= target) return;
+    flush_now_ = true;  // a writer gathering writes at once
+    wake_.notify_one();
     done_.wait(lock, [&] { return written_ >= target; });
 }
 
@@ -51,6 +54,7 @@ void LogWriter::run() {
         waiting_ = true;
         wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
         waiting_ = false;
+        flush_now_ = false;
         if (pending_.empty() && stop_) return;
         out.swap(pending_);  // both keep their capacity
         const std::uint64_t batch = submitted_;
@@ -70,10 +74,8 @@ void LogWriter::run() {
         done_.notify_all();
         if (stop_ || gather_.count() <= 0) continue;
         // Submits meanwhile only append (waiting_ is false): they are taken
-        // in one piece when this ends.
-        lock.unlock();
-        std::this_thread::sleep_for(gather_);
-        lock.lock();
+        // in one piece when this ends, or when drain() or stop end it early.
+        wake_.wait_for(lock, gather_, [&] { return stop_ || flush_now_; });
     }
 }
 

@@ -64,13 +64,11 @@ public:
     UpstreamPool& pool(unsigned worker) { return *pools_[worker]; }
     std::size_t idle_upstream() const;
     const Upstream& upstream() const { return upstream_; }
-    // Appends one line to the thread's log buffer; the buffer goes to the
-    // log writer thread once the thread has run what is ready, so a busy
-    // thread hands over many requests at a time and a quiet one at once, and
-    // no I/O thread ever waits on write(2).
+    // Hands one line to the log writer thread (log_writer.hpp), which
+    // writes it within its gather period; no I/O thread ever waits on write(2).
     void log_line(unsigned worker, std::string_view line);
     // The same without a string of the caller's: append the line to
-    // log_buffer(worker), then call log_appended(worker).
+    // log_buffer(worker) (the thread's scratch), then call log_appended(worker).
     std::string& log_buffer(unsigned worker) { return per_thread_[worker]->log; }
     void log_appended(unsigned worker);
     std::uint64_t log_dropped_bytes() const { return log_writer_.dropped_bytes(); }
@@ -91,11 +89,9 @@ private:
     struct alignas(64) PerThread {
         std::shared_ptr<const Config> cfg;
         std::uint64_t cfg_generation = ~std::uint64_t{0};
-        std::string log;
-        bool flush_posted = false;
+        std::string log;  // the line being formatted
         std::atomic<int> inflight{0};
     };
-    void flush_log(unsigned worker);
     struct Listener {
         explicit Listener(boost::asio::io_context& ioc);
         boost::asio::ip::tcp::acceptor acceptor;

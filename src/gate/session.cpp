@@ -11,6 +11,7 @@
 #include "gate/http_head.hpp"
 #include "gate/identity.hpp"
 #include "gate/log_line.hpp"
+#include "gate/write_now.hpp"
 
 namespace ot::gate {
 
@@ -50,6 +51,8 @@ Session::Session(ClientSocket s, Gate& g, bool admin, unsigned worker, ConnLimit
     const auto ep = socket_.remote_endpoint(ec);
     if (!ec) peer_ = parse_ip(ep.address().to_string()).value_or(IpAddr{});
     socket_.set_option(tcp::no_delay(true), ec);
+    // For write_now's first, synchronous sendmsg (async operations are not affected).
+    socket_.non_blocking(true, ec);
 }
 
 Session::~Session() {
@@ -322,7 +325,8 @@ bool Session::compose(int status, std::string_view type, std::string_view body, 
 void Session::write_reply(bool again) {
     client_io(cfg_->limits.idle_timeout_s);
     const std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::buffer(body_)};
-    asio::async_write(socket_, bufs, [self = shared_from_this(), again](beast::error_code ec, std::size_t) {
+    // Usually completes inline (write_now.hpp): no scheduler round per answer.
+    write_now(socket_, bufs, [self = shared_from_this(), again](beast::error_code ec, std::size_t) {
         self->guard([&] {
             self->client_io_done();
             self->finished();

@@ -11,6 +11,7 @@
 #include "gate/http_head.hpp"
 #include "gate/relay_blocks.hpp"
 #include "gate/session.hpp"
+#include "gate/write_now.hpp"
 
 namespace ot::gate {
 
@@ -62,6 +63,7 @@ void Session::send_upstream() {
                         if (ec2) return self->upstream_failed(ec2);
                         beast::error_code ignored;
                         self->up_.conn->set_option(tcp::no_delay(true), ignored);
+                        self->up_.conn->non_blocking(true, ignored);  // for write_now; kept while pooled
                         self->write_upstream();
                     });
                 });
@@ -74,7 +76,8 @@ void Session::write_upstream() {
     ex_.up_sent = Clock::now();
     serialize_head(up_.req.base(), up_.req_head);
     const std::array<asio::const_buffer, 2> bufs{asio::buffer(up_.req_head), asio::buffer(up_.req.body())};
-    asio::async_write(*up_.conn, bufs, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    // Completes inline when the upstream's socket takes the request whole.
+    write_now(*up_.conn, bufs, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         self->guard([&] {
             ec = self->upstream_io_done(ec);
             if (ec) return self->upstream_failed(ec);
@@ -244,7 +247,9 @@ void Session::write_client(const char* data, std::size_t n, bool more) {
     if (k == 0) return client_written({}, more);  // nothing to say yet (a rewrite holding back)
     client_io(cfg_->limits.idle_timeout_s);
     ex_.client_write_at = Clock::now();
-    asio::async_write(socket_, bufs, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
+    // Inline when the client's socket takes the piece; a client that reads
+    // slowly gets the rest through async_write (write_now.hpp).
+    write_now(socket_, bufs, [self = shared_from_this(), more](beast::error_code ec, std::size_t) {
         self->guard([&] {
             self->client_io_done();
             if (more)  // the upstream waited on this client meanwhile

@@ -94,6 +94,37 @@ check "... RSS grew by less than 12 MB, not 300 x 128 kB (${rss0} kB -> ${rss1} 
 check_eq "chunked upstream body relayed to an HTTP/1.1 client" "chunk-one chunk-two chunk-three" "$(curl -s "http://127.0.0.1:$G2/chunked")"
 check_eq "... and to an HTTP/1.0 client" "chunk-one chunk-two chunk-three" "$(curl -s -0 "http://127.0.0.1:$G2/chunked")"
 
+# A client that stops reading mid-answer: the gate's first write (inline,
+# src/gate/write_now.hpp) takes what the socket holds, the rest waits for the
+# client's window (async); the answer arrives whole, and the connection then
+# serves the next request, as does the gate's own answer after it.
+/usr/bin/python3 - "$G2" >"$tmp/stall.out" <<'PY'
+import socket, sys, time
+port, N = int(sys.argv[1]), 8000000
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+s.connect(("127.0.0.1", port))
+buf = b""
+def answer(path, stall=0):
+    global buf
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path)
+    time.sleep(stall)  # not reading, meanwhile
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(buf) < n:
+        buf += s.recv(1 << 20)
+    body, buf = buf[:n], buf[n:]
+    return head.split(b"\r\n")[0].decode(), body
+status, body = answer(b"/big?n=%d&stall" % N, 1.0)
+status2, body2 = answer(b"/big?n=1000&after")
+status3, _ = answer(b"/healthz")
+print(status, len(body), body.count(b"x") == len(body), status2, len(body2), status3)
+PY
+check_eq "a client that stops reading for 1 s gets the 8 MB answer whole, then two more answers on its connection" \
+  "HTTP/1.1 200 OK 8000000 True HTTP/1.1 200 OK 1000 HTTP/1.1 200 OK" "$(cat "$tmp/stall.out")"
+
 # 3. Charge on the way out: 304 refunds 90 % (cost.other = 10, burst 100, no refill to speak of).
 cat >"$tmp/g3.yaml" <<YAML
 tiers: [{name: public, rate: 0.001, burst: 100}]
