@@ -99,10 +99,11 @@ fi
 # once every session of those roles has ended (a settlement under 10 ms is written then at the latest).
 [ "$CHARGES" = 1 ] || [ "$TWINS" = 1 ] || exit 0
 [ "$(sql -At -c "SELECT to_regproc('throttle_last_statement') IS NOT NULL")" = t ] || die "CHARGES/TWINS need the metering (extension 0.2)"
-setup_role() {  # setup_role NAME: a login role of the benchmark, trusted to choose its identity
+setup_role() {  # setup_role NAME [IDENTITY]: a login role of the benchmark, trusted to choose its identity
   sql -c "CREATE ROLE $1 LOGIN IN ROLE fid_group" >/dev/null &&
     for set in "ogc_throttle.mode = 'reject'" "ogc_throttle.capacity = 10000000" "ogc_throttle.rate = 0.01" \
-      "ogc_throttle.charge_connection = off" "ogc_throttle.cost_max = 1000000" "log_min_duration_statement = 0"; do
+      "ogc_throttle.charge_connection = off" "ogc_throttle.cost_max = 1000000" "log_min_duration_statement = 0" \
+      ${2:+"ogc_throttle.identity = '$2'"}; do
       sql -c "ALTER ROLE $1 SET $set" >/dev/null || return 1
     done
 }
@@ -153,7 +154,7 @@ if [ "$TWINS" = 1 ]; then
   echo "## Disguised twins (TWINS=1, $NT instances per shape, median of 3 runs, pairs alternating)"
   mkdir -p "$work/twins" && $PY "$here/twins.py" gen "$work/cities.tsv" "$NT" "$SEED" "$work/twins" || die "twins.py failed"
   chmod -R a+rX "$work/twins"
-  while IFS=$'\t' read -r role _ _; do setup_role "$role" || die "creating $role failed"; done <"$work/twins/roles.tsv"
+  while IFS=$'\t' read -r role _ _; do setup_role "$role" fid.warm || die "creating $role failed"; done <"$work/twins/roles.tsv"
   uptime | sed 's/^/# load before: /'
   t0=$(date +%s)
   # Then the SET ROLE runs: a session each, under a fresh login role, in the same alternating order.

@@ -13,8 +13,9 @@ Every variant runs once as a warm-up, then REPS (3) times, the pair in alternati
 under an identity of its own (tw.<shape>.<instance>.<variant>.<rep>), so that its bucket debit is its
 charge (a settlement under 10 ms is written at the next change of identity or at the session's end;
 run.sh reads the buckets after every session has gone). The SET ROLE shape must charge the login
-role's bucket, so each of its runs is a session of its own under a fresh login role (fid_l<n>), after a
-warm-up under another identity; its disguise runs `SET ROLE fid_group` first. Each statement of a run
+role's bucket, so each of its runs is a session of its own under a fresh login role (fid_l<n>, whose
+default identity is fid.warm: the session's first parse spans are not its own), after a warm-up, then
+`SET ogc_throttle.identity = ''` (the login role); its disguise runs `SET ROLE fid_group` first. Each statement of a run
 carries the tag /*fid:<identity>*/, so its PostgreSQL duration line (log_min_duration_statement = 0)
 is matched to it.
 
@@ -122,7 +123,7 @@ def gen(cities_path, nt, seed, outdir):
             elif shape == "lateral":
                 kk = rnd.choice([3, 6, 10])
                 ids = sorted(rnd.sample(range(1, 31), kk))
-                rr = 0.3 * math.exp(rnd.uniform(math.log(0.2), math.log(2)))
+                rr = math.exp(rnd.uniform(math.log(0.5), math.log(3)))
                 byid = {cc[0]: cc for cc in cities}
                 v["plain"] = [" UNION ALL ".join(
                     "SELECT %d, count(*) FROM fpts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(%r, %r), 4326), %r)"
