@@ -166,6 +166,7 @@ if [ "$TWINS" = 1 ]; then
   $PY "$here/twins.py" report "$work/twins" "$work/buckets.tsv" "$C/server.log"
 fi
 if [ -n "${KEEP:-}" ]; then  # the raw material of both: bucket debits, duration lines, the twins' scripts
+  mkdir -p "$KEEP"
   grep -a 'duration: .*/\*fid:' "$C/server.log" >"$KEEP/durations.log"
   cp "$work/buckets.tsv" "$KEEP/"
   cp "$work"/last_*.tsv "$work/workers.tsv" "$KEEP/" 2>/dev/null
