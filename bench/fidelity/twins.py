@@ -114,14 +114,17 @@ def gen(cities_path, nt, seed, outdir):
                 v["disguise"] = ["SELECT count(*) FROM fpts WHERE ST_Distance(geom, %s) < %.6f" % (pt(lon, lat), r)]
                 v["indexed"] = ["SELECT count(*) FROM fpts WHERE ST_DWithin(geom, %s, %.6f)" % (pt(lon, lat), r)]
             elif shape == "knn":
-                # The N nearest, by KNN with a big LIMIT, and by a radius that holds them (the N-th
-                # neighbour's distance, found before the runs), sorted the same way.
+                # The N nearest by KNN with a big LIMIT; the same index walk, stopped after N rows by the
+                # client: a cursor over the unlimited KNN, FETCH N. Reference: a radius that holds them
+                # (the N-th neighbour's distance, found before the runs), sorted the same way.
                 n = rnd.choice([5000, 20000, 50000, 100000])
                 var = "knn_r_%d" % k
                 setup.append("SELECT max(d) * (1 + 1e-9) AS %s FROM (SELECT geom <-> %s AS d FROM fpts ORDER BY geom <-> %s LIMIT %d) s \\gset"
                              % (var, pt(lon, lat), pt(lon, lat), n))
-                v["plain"] = ["SELECT id FROM fpts WHERE ST_DWithin(geom, %s, :%s) ORDER BY geom <-> %s" % (pt(lon, lat), var, pt(lon, lat))]
+                v["plain"] = ["BEGIN", "DECLARE c NO SCROLL CURSOR FOR SELECT id FROM fpts ORDER BY geom <-> %s" % pt(lon, lat),
+                              "FETCH %d FROM c" % n, "CLOSE c", "COMMIT"]
                 v["disguise"] = ["SELECT id FROM fpts ORDER BY geom <-> %s LIMIT %d" % (pt(lon, lat), n)]
+                v["radius"] = ["SELECT id FROM fpts WHERE ST_DWithin(geom, %s, :%s) ORDER BY geom <-> %s" % (pt(lon, lat), var, pt(lon, lat))]
             elif shape == "lateral":
                 kk = rnd.choice([3, 6, 10])
                 ids = sorted(rnd.sample(range(1, 31), kk))
