@@ -10,6 +10,9 @@
 # (analyze.py). Stops and removes the cluster on exit.
 # Knobs: NPOINTS (500000), NQ queries per class (30), SEED of the workload (7),
 # KEEP=dir keeps results there; FIT=1 also fits weights to the features.
+# CHARGES=1: also charged (bucket debits) against measured (PostgreSQL's duration lines),
+# every query once (charges.py); TWINS=1: disguised statements against their plain twins,
+# NT instances per shape (4) (twins.py); TIMING=0 skips the estimate/planner timing passes.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -17,6 +20,10 @@ root=$(cd "$here/../.." && pwd)
 NPOINTS=${NPOINTS:-500000}
 NQ=${NQ:-30}
 SEED=${SEED:-7}
+CHARGES=${CHARGES:-0}
+TWINS=${TWINS:-0}
+NT=${NT:-4}
+TIMING=${TIMING:-1}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -56,6 +63,7 @@ $PY "$here/workload.py" "$work/cities.tsv" "$NQ" "$SEED" >"$work/queries.tsv" ||
 chmod 644 "$work/queries.tsv"
 sql -c "DROP TABLE IF EXISTS fq" -c "CREATE TABLE fq (id int PRIMARY KEY, cls text, sql text)" \
   -c "\\copy fq FROM '$work/queries.tsv'" >/dev/null || die "loading the workload failed"
+if [ "$TIMING" = 1 ]; then
 echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of 3 EXPLAIN (ANALYZE, TIMING OFF) execution times from 3 passes over the workload after a warm-up pass, hook off"
 t0=$(date +%s)
 sql -f "$work/measure.sql" >/dev/null || die "measure.sql failed"
@@ -82,3 +90,85 @@ sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, r.ms, r.charged,
   >"$work/results.tsv" || die "reading results failed"
 [ -n "${KEEP:-}" ] && { mkdir -p "$KEEP"; cp "$work/results.tsv" "$work/queries.tsv" "$KEEP/"; }
 $PY "$here/analyze.py" "$work/results.tsv" ${FIT:+--fit}
+fi
+
+# Charged against measured, and the disguised twins: statements of a login role whose budget
+# never refills in practice (rate 0.01 ms/s, capacity 1e7 ms: nothing is refused or cut off), each
+# run under an identity of its own, so that its bucket's debit is its charge; PostgreSQL logs the
+# duration of each (log_min_duration_statement = 0 for these roles only). The buckets are read
+# once every session of those roles has ended (a settlement under 10 ms is written then at the latest).
+[ "$CHARGES" = 1 ] || [ "$TWINS" = 1 ] || exit 0
+[ "$(sql -At -c "SELECT to_regproc('throttle_last_statement') IS NOT NULL")" = t ] || die "CHARGES/TWINS need the metering (extension 0.2)"
+setup_role() {  # setup_role NAME [IDENTITY]: a login role of the benchmark, trusted to choose its identity
+  sql -c "CREATE ROLE $1 LOGIN IN ROLE fid_group" >/dev/null &&
+    for set in "ogc_throttle.mode = 'reject'" "ogc_throttle.capacity = 10000000" "ogc_throttle.rate = 0.01" \
+      "ogc_throttle.charge_connection = off" "ogc_throttle.cost_max = 1000000" "log_min_duration_statement = 0" \
+      ${2:+"ogc_throttle.identity = '$2'"}; do
+      sql -c "ALTER ROLE $1 SET $set" >/dev/null || return 1
+    done
+}
+sql -c "CREATE ROLE fid_group NOLOGIN" -c "GRANT SELECT ON ALL TABLES IN SCHEMA public TO fid_group" \
+  -c "GRANT EXECUTE ON FUNCTION throttle_spend(text, float8) TO fid_group" >/dev/null || die "creating the roles failed"
+setup_role fid_bench || die "creating the roles failed"
+as_bench() { pg_psql "$C" "$PORT" -d postgres -U "${ROLE:-fid_bench}" "$@"; }
+bench_sessions_gone() {
+  local k
+  for k in $(seq 1 200); do
+    [ "$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE usename LIKE 'fid\_%'")" = 0 ] && return 0
+    sleep 0.05
+  done
+  echo "# some sessions of the benchmark roles did not end" >&2
+}
+read_buckets() {  # the debit of every bucket: capacity - tokens + the refill since its last charge
+  bench_sessions_gone
+  sql -c "\\copy (SELECT identity, capacity - tokens + rate * extract(epoch FROM clock_timestamp() - last_request) FROM throttle_buckets) TO '$work/buckets.tsv'" \
+    >/dev/null || die "reading the buckets failed"
+}
+if [ "$CHARGES" = 1 ]; then
+  echo
+  echo "## Charged vs measured (CHARGES=1)"
+  sql -c "CREATE TABLE fworkers AS SELECT id, 0 AS w FROM fq" -c "DO \$\$ DECLARE q record; j json; BEGIN
+    FOR q IN SELECT * FROM fq LOOP
+      EXECUTE 'EXPLAIN (FORMAT JSON) ' || q.sql INTO j;
+      UPDATE fworkers SET w = (SELECT coalesce(max(m[1]::int), 0) FROM regexp_matches(j::text, '\"Workers Planned\": (\d+)', 'g') m) WHERE id = q.id;
+    END LOOP; END \$\$" -c "\\copy fworkers TO '$work/workers.tsv'" >/dev/null || die "planning the workload failed"
+  # Two passes: the plans as configured (parallel workers allowed, as in the timing above), then serial.
+  for pass in fq fs; do
+    if [ $pass = fq ]; then echo "### every query once, parallel plans allowed (max_parallel_workers_per_gather = $(sql -At -c 'SHOW max_parallel_workers_per_gather'))"
+    else echo; echo "### every query once, serial (max_parallel_workers_per_gather = 0)"; fi
+    $PY "$here/charges.py" gen "$work/queries.tsv" $pass $([ $pass = fs ] && echo serial) >"$work/charges_$pass.sql" &&
+      chmod 644 "$work/charges_$pass.sql"
+    uptime | sed 's/^/# load before: /'
+    t0=$(date +%s)
+    as_bench -At -F $'\t' -f "$work/charges_$pass.sql" >"$work/last_$pass.tsv" 2>"$work/charges.err" ||
+      echo "# the charges pass failed" >&2
+    grep -v '^$' "$work/charges.err" | head -5
+    echo "# ran in $(( $(date +%s) - t0 )) s"; uptime | sed 's/^/# load after: /'
+    read_buckets
+    $PY "$here/charges.py" report "$work/queries.tsv" $pass "$work/buckets.tsv" "$C/server.log" "$work/last_$pass.tsv" \
+      $([ $pass = fq ] && echo "$work/workers.tsv")
+  done
+fi
+if [ "$TWINS" = 1 ]; then
+  echo
+  echo "## Disguised twins (TWINS=1, $NT instances per shape, median of 3 runs, pairs alternating)"
+  mkdir -p "$work/twins" && $PY "$here/twins.py" gen "$work/cities.tsv" "$NT" "$SEED" "$work/twins" || die "twins.py failed"
+  chmod -R a+rX "$work/twins"
+  while IFS=$'\t' read -r role _ _; do setup_role "$role" fid.warm || die "creating $role failed"; done <"$work/twins/roles.tsv"
+  uptime | sed 's/^/# load before: /'
+  t0=$(date +%s)
+  # Then the SET ROLE runs: a session each, under a fresh login role, in the same alternating order.
+  as_bench -f "$work/twins/twins.sql" >/dev/null 2>"$work/twins.err" || echo "# the twins pass failed" >&2
+  while IFS=$'\t' read -r role _ file; do ROLE=$role as_bench -f "$file" >/dev/null 2>>"$work/twins.err"; done <"$work/twins/roles.tsv"
+  grep -v '^$' "$work/twins.err" | head -5
+  echo "# ran in $(( $(date +%s) - t0 )) s"; uptime | sed 's/^/# load after: /'
+  read_buckets
+  $PY "$here/twins.py" report "$work/twins" "$work/buckets.tsv" "$C/server.log"
+fi
+if [ -n "${KEEP:-}" ]; then  # the raw material of both: bucket debits, duration lines, the twins' scripts
+  mkdir -p "$KEEP"
+  grep -a 'duration: .*/\*fid:' "$C/server.log" >"$KEEP/durations.log"
+  cp "$work/buckets.tsv" "$KEEP/"
+  cp "$work"/last_*.tsv "$work/workers.tsv" "$KEEP/" 2>/dev/null
+  [ -d "$work/twins" ] && cp -r "$work/twins" "$KEEP/"
+fi
