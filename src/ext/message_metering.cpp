@@ -114,6 +114,8 @@ void restart(TimestampTz now, Mark at) {
 constexpr double kChargeMs = 1.0;
 IdentityKey pending_id;
 core::Budget pending_budget;
+Oid pending_role = InvalidOid;
+std::uint64_t pending_generation = 0;
 bool pending_owned = false;
 bool exit_charge_registered = false;
 
@@ -135,20 +137,29 @@ void charge_at_exit(int, Datum) {
     flush_settlements();  // the exit's own flush may have run already
 }
 
+// Who pays now, cheaply: the login role and how often the identity setting
+// was assigned (the key itself is looked up only when time is added).
+bool same_payer(core::Budget b) {
+    return GetSessionUserId() == pending_role && identity_generation() == pending_generation &&
+           b.capacity == pending_budget.capacity && b.rate == pending_budget.rate;
+}
+
 void add_pending(double ms, bool in_transaction) {
-    const IdentityKey* id = in_transaction ? &own_identity() : own_identity_if_known();
     const core::Budget b = current_budget();
-    if (pending_owned && (id == nullptr || !same_identity(*id, pending_id) || b.capacity != pending_budget.capacity ||
-                          b.rate != pending_budget.rate)) {
+    if (pending_owned && !same_payer(b)) {
         charge_pending();  // to the identity it was done for
         pending_owned = false;
     }
     if (!(ms > 0)) return;
     pending_ms += ms;
-    if (id != nullptr) {
-        pending_id = *id;
-        pending_budget = b;
-        pending_owned = true;
+    if (!pending_owned) {
+        if (const IdentityKey* id = in_transaction ? &own_identity() : own_identity_if_known()) {
+            pending_id = *id;
+            pending_budget = b;
+            pending_role = GetSessionUserId();
+            pending_generation = identity_generation();
+            pending_owned = true;
+        }
     }
     if (pending_ms >= kChargeMs) charge_pending();
     if (!exit_charge_registered) {

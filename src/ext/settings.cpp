@@ -45,6 +45,11 @@ const struct config_enum_entry mode_options[] = {
     {nullptr, 0, false},
 };
 
+// Bumped whenever the identity setting is assigned (SET, RESET, a rollback
+// that restores it): who pays may have changed.
+std::uint64_t identity_assignments = 0;
+void assign_identity(const char*, void*) { identity_assignments++; }
+
 // Anyone may set the identity to empty (their own role). Any other value is
 // an identity of someone else's, which only roles trusted to spend for others
 // may choose — also when it comes from ALTER ROLE/DATABASE SET, which a role
@@ -214,7 +219,7 @@ void define_settings() {
                              nullptr);
     DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
                                "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,
-                               check_identity, nullptr, nullptr);
+                               check_identity, assign_identity, nullptr);
 
     MarkGUCPrefixReserved("ogc_throttle");
 }
@@ -227,6 +232,7 @@ double current_cost_max() { return cost_max; }
 
 Mode current_mode() { return static_cast<Mode>(mode); }
 std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
+std::uint64_t identity_generation() { return identity_assignments; }
 const char* identity_override() { return identity != nullptr && identity[0] != '\0' ? identity : nullptr; }
 
 bool calibration_applies() { return calibration == 1; }

@@ -21,6 +21,8 @@ Mode current_mode();
 std::int64_t max_delay_us();
 // The identity set for this session or transaction (ogc_throttle.identity), or nullptr.
 const char* identity_override();
+// Changes whenever ogc_throttle.identity is assigned.
+std::uint64_t identity_generation();
 
 // Whether measured time replaces the estimate (ogc_throttle.true_up).
 bool true_up_enabled();
