@@ -26,6 +26,8 @@ import math
 import re
 import sys
 
+from rankstats import quantile
+
 
 def load_queries(path):
     qs = []
@@ -73,16 +75,6 @@ def buckets(path):
         if len(f) >= 2 and f[1] not in ("", "\\N"):
             b[f[0]] = float(f[1])
     return b
-
-
-def quantile(xs, q):
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    pos = q * (len(xs) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def report(qpath, prefix, bpath, logpath, lastpath, wpath=None):

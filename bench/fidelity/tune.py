@@ -19,6 +19,8 @@ import json
 import math
 import sys
 
+from rankstats import quantile, spearman as rank_correlation
+
 DEFAULTS = {"bbox": (0.025, 0), "radius": (0.037, 0), "features": (0.025, 0), "tile": (0.022, 0),
             "scan": (0.017, 0.0003), "join": (0.034, 0.0025), "encode": (0, 0.001), "distance": (0, 0.0039),
             "worker": (32, 0), "function": (0, 0.000005), "statement": (0.05, 0.0036),
@@ -42,37 +44,6 @@ def load(path):
     return rows
 
 
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2
-        i = j + 1
-    return r
-
-
-def spearman(a, b):
-    ra, rb = ranks(a), ranks(b)
-    n = len(a)
-    ma, mb = sum(ra) / n, sum(rb) / n
-    c = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va, vb = sum((x - ma) ** 2 for x in ra), sum((y - mb) ** 2 for y in rb)
-    return c / math.sqrt(va * vb) if va > 0 and vb > 0 else 0.0
-
-
-def quantile(xs, q):
-    xs = sorted(xs)
-    pos = q * (len(xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def price(w, features):
     return sum(w.get(c, (0, 0))[0] * n + w.get(c, (0, 0))[1] * r for c, (n, r) in features.items() if c != "unpriced")
 
@@ -84,10 +55,10 @@ def figures(w, rows):
     ratio = [m / p for m, p in zip(ms, pr)]
     med = quantile(ratio, 0.5)
     under = [r / med for r in ratio]
-    out = {"all": (spearman(pr, ms), quantile(under, 0.95), max(under))}
+    out = {"all": (rank_correlation(pr, ms, degenerate=0.0), quantile(under, 0.95), max(under))}
     for cls in sorted(set(r[0] for r in rows)):
         idx = [i for i, r in enumerate(rows) if r[0] == cls]
-        out[cls] = (spearman([pr[i] for i in idx], [ms[i] for i in idx]), quantile([under[i] for i in idx], 0.95),
+        out[cls] = (rank_correlation([pr[i] for i in idx], [ms[i] for i in idx], degenerate=0.0), quantile([under[i] for i in idx], 0.95),
                     max(under[i] for i in idx))
     return out
 
