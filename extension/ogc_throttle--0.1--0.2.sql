@@ -54,7 +54,7 @@ CREATE FUNCTION throttle_calibrate(apply boolean DEFAULT false,
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'throttle_calibrate' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION throttle_calibrate(boolean) IS
-    'Fits the weights of every cost class from the sample store (non-negative least squares, each sample weighted by 1/measured) and shows them beside the configured ones, with the Spearman rank correlation of each model''s estimates with the measured times and the median measured/fitted ratio; apply => true stores the fit (used when ogc_throttle.calibration = apply). Raises 55000 when there are too few samples.';
+    'Fits the weights of every cost class from the sample store (non-negative least squares, each sample weighted by 1/measured, then reshaped for the under-priced tail at the same level) and shows them beside the configured ones, with the Spearman rank correlation of each model''s estimates with the measured times and the median measured/fitted ratio; apply => true stores the fit (used when ogc_throttle.calibration = apply). Raises 55000 when there are too few samples.';
 CREATE FUNCTION throttle_calibration_all(
         OUT class text, OUT samples bigint, OUT fixed float8, OUT per_row float8,
         OUT fitted_fixed float8, OUT fitted_per_row float8, OUT fitted boolean,

@@ -39,6 +39,145 @@ std::vector<double> ranks(const double* x, std::size_t n) {
     return r;
 }
 
+double quantile_of(std::vector<double>& x, double q) {
+    const std::size_t k = static_cast<std::size_t>(q * static_cast<double>(x.size() - 1));
+    std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(k), x.end());
+    return x[k];
+}
+
+// The tail's figure: measured / price scaled by its median (so the level does
+// not count, only the spread), the mean of its worst twentieth plus a fifth
+// of its maximum. The admission and the cut-off act on the under-priced
+// statements, which a least-squares fit leaves two or three times under the
+// median when one operator class is priced low against the rest. The mean of
+// the worst 5 % rather than the 95th percentile itself: a percentile moves by
+// one sample at a time, and a search on it chased single noisy samples. On
+// four kept runs of bench/fidelity, each fitted on one and checked on the
+// other three (12 pairs), the percentile's search reached p95 1.88-2.28 out of
+// sample; this figure's 1.78-2.05 (max <= 3.7; with a twentieth of the
+// maximum instead of a fifth, a 7.7 and a 12.0 slipped through).
+double tail_loss(const std::vector<double>& y, const std::vector<double>& p, std::vector<double>& r) {
+    for (std::size_t i = 0; i < y.size(); i++) r[i] = y[i] / std::max(p[i], 1e-9);
+    const double top = *std::max_element(r.begin(), r.end());
+    const std::size_t k = static_cast<std::size_t>(0.95 * static_cast<double>(r.size() - 1));
+    std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
+    double sum = 0;
+    for (std::size_t i = k; i < r.size(); i++) sum += r[i];
+    const double cvar = sum / static_cast<double>(r.size() - k);
+    const double med = quantile_of(r, 0.5);
+    return med > 0 ? (cvar + 0.2 * top) / med : std::numeric_limits<double>::infinity();
+}
+
+double median_ratio(const std::vector<double>& y, const std::vector<double>& p, std::vector<double>& r) {
+    for (std::size_t i = 0; i < y.size(); i++) r[i] = y[i] / std::max(p[i], 1e-9);
+    return quantile_of(r, 0.5);
+}
+
+// Second stage: from the least-squares weights, each free weight in turn is
+// scaled by the factor (of 1.5, 1.2, 1.07 and their inverses) that lowers the
+// tail's figure most, until none does (bench/fidelity/tune.py does the same
+// search offline). Then the free weights are scaled together back to the
+// least-squares fit's median measured / price, so that the level stays what
+// the first stage found and only the shape moves. Kept only if the ranking
+// stays as good. At most kTailSamples samples (evenly strided) keep a refit
+// inside a fraction of a second.
+constexpr std::size_t kTailSamples = 2000;
+constexpr int kTailSweeps = 40;
+constexpr double kTailRange = 100;
+
+struct TailProblem {
+    const bool* free_var;
+    std::vector<const Sample*> sub;
+    std::vector<double> y, q, r, cand;
+};
+
+// Multiplicative coordinate search from m; returns the figure reached.
+double search_tail(const TailProblem& t, CostModel& m, std::vector<double>& r, std::vector<double>& cand) {
+    const std::size_t n = t.sub.size();
+    std::vector<double> p(n);
+    for (std::size_t i = 0; i < n; i++) p[i] = price_of(m, t.sub[i]->features);
+    double best = tail_loss(t.y, p, r);
+    double start[kVars];
+    for (int v = 0; v < kVars; v++) start[v] = weight_of(m, v);
+    for (int sweep = 0; sweep < kTailSweeps; sweep++) {
+        bool improved = false;
+        for (int v = 0; v < kVars; v++) {
+            const double wv = weight_of(m, v);
+            if (!t.free_var[v] || !(wv > 0)) continue;
+            double best_f = 1;
+            for (const double f : {1.5, 1.2, 1.07, 1 / 1.07, 1 / 1.2, 1 / 1.5}) {
+                // The figure does not see the level, so a weight whose term hardly
+                // matters could drift without end: each stays within 100x of its start.
+                if (wv * f > start[v] * kTailRange || wv * f < start[v] / kTailRange) continue;
+                for (std::size_t i = 0; i < n; i++) cand[i] = p[i] + (f - 1) * wv * t.q[i * kVars + v];
+                const double e = tail_loss(t.y, cand, r);
+                if (e < best - 1e-9) best = e, best_f = f;
+            }
+            if (best_f == 1) continue;
+            for (std::size_t i = 0; i < n; i++) p[i] += (best_f - 1) * wv * t.q[i * kVars + v];
+            weight_of(m, v) = wv * best_f;
+            improved = true;
+        }
+        if (!improved) break;
+    }
+    return best;
+}
+
+// Second stage, for the tail. The search scales one free weight at a time by
+// the factor (of 1.5, 1.2, 1.07 and their inverses) that lowers the tail's
+// figure most, until none does (bench/fidelity/tune.py searches the same way
+// offline). It starts twice: from the least-squares weights, where a weight
+// the fit set to 0 (which a scaling cannot move) gets the input model's
+// weight brought to the fit's level, and from the input model; the better end
+// is kept. Its free weights are then scaled together back to the
+// least-squares fit's median measured / price, so that the level stays what
+// the first stage found and only the shape moves; and it is kept only if it
+// ranks the samples about as well. At most kTailSamples samples (evenly
+// strided) keep a refit inside a fraction of a second.
+void fit_tail(CostModel& model, const CostModel& input, const bool* free_var, const std::vector<const Sample*>& use) {
+    TailProblem t{free_var, {}, {}, {}, {}, {}};
+    const std::size_t stride = (use.size() + kTailSamples - 1) / kTailSamples;
+    for (std::size_t i = 0; i < use.size(); i += stride) t.sub.push_back(use[i]);
+    const std::size_t n = t.sub.size();
+    if (n < 20) return;
+    t.y.resize(n), t.q.resize(n * kVars);
+    std::vector<double> r(n), cand(n), p_lsq(n), level_of(n);
+    for (std::size_t i = 0; i < n; i++) {
+        t.y[i] = std::max(t.sub[i]->measured_ms, kFloorMs);
+        quantities(t.sub[i]->features, &t.q[i * kVars]);
+        p_lsq[i] = price_of(model, t.sub[i]->features);
+        level_of[i] = p_lsq[i] / std::max(price_of(input, t.sub[i]->features), 1e-9);
+    }
+    const double level = median_ratio(t.y, p_lsq, r);
+    const double to_fit = quantile_of(level_of, 0.5);  // least-squares price / input price, typically
+
+    CostModel from_fit = model, from_input = input;
+    for (int v = 0; v < kVars; v++)
+        if (free_var[v] && !(weight_of(from_fit, v) > 0)) weight_of(from_fit, v) = weight_of(from_input, v) * to_fit;
+    const double e_fit = search_tail(t, from_fit, r, cand);
+    const double e_input = search_tail(t, from_input, r, cand);
+    CostModel m = e_fit <= e_input ? from_fit : from_input;
+
+    // Back to the first stage's level: only the free weights scale (the others
+    // are the administrator's), so bisect on their common factor.
+    std::vector<double> fixed_part(n, 0.0), free_part(n, 0.0);
+    for (std::size_t i = 0; i < n; i++)
+        for (int v = 0; v < kVars; v++)
+            (free_var[v] ? free_part : fixed_part)[i] += weight_of(m, v) * t.q[i * kVars + v];
+    double lo = 1e-12, hi = 1e12;
+    for (int it = 0; it < 100; it++) {
+        const double mid = std::sqrt(lo * hi);
+        for (std::size_t i = 0; i < n; i++) cand[i] = fixed_part[i] + mid * free_part[i];
+        (median_ratio(t.y, cand, r) > level ? lo : hi) = mid;  // a larger factor prices higher: the ratio falls
+    }
+    const double s = std::sqrt(lo * hi);
+    for (int v = 0; v < kVars; v++)
+        if (free_var[v]) weight_of(m, v) *= s;
+    for (std::size_t i = 0; i < n; i++) cand[i] = price_of(m, t.sub[i]->features);
+    if (spearman(cand.data(), t.y.data(), n) < spearman(p_lsq.data(), t.y.data(), n) - 0.01) return;
+    model = m;
+}
+
 }  // namespace
 
 double spearman(const double* x, const double* y, std::size_t n) {
@@ -130,6 +269,7 @@ Calibration calibrate(const CostModel& m, const Sample* samples, std::size_t n, 
     }
     for (int v = 0; v < kVars; v++)
         if (free_var[v]) weight_of(out.fitted, v) = w[v] * scale[v];
+    fit_tail(out.fitted, m, free_var, use);
 
     std::vector<double> measured(use.size()), before(use.size()), after(use.size()), ratio(use.size());
     for (std::size_t i = 0; i < use.size(); i++) {

@@ -5,6 +5,9 @@
 // non-negative least squares, each sample weighted by 1/measured: plain
 // squared error would let a few slow statements decide every weight, squared
 // relative error (1/measured²) pulls estimates below what statements take.
+// A second stage then reshapes the fitted weights for the tail (the
+// under-priced statements, which admission and the cut-off act on) without
+// moving their level: calibration.cpp, fit_tail.
 // Samples with a term priced at cost_max (an argument known only at run
 // time) say nothing about the weights and are skipped.
 #pragma once
