@@ -73,14 +73,6 @@ double median_ratio(const std::vector<double>& y, const std::vector<double>& p, 
     return quantile_of(r, 0.5);
 }
 
-// Second stage: from the least-squares weights, each free weight in turn is
-// scaled by the factor (of 1.5, 1.2, 1.07 and their inverses) that lowers the
-// tail's figure most, until none does (bench/fidelity/tune.py does the same
-// search offline). Then the free weights are scaled together back to the
-// least-squares fit's median measured / price, so that the level stays what
-// the first stage found and only the shape moves. Kept only if the ranking
-// stays as good. At most kTailSamples samples (evenly strided) keep a refit
-// inside a fraction of a second.
 constexpr std::size_t kTailSamples = 2000;
 constexpr int kTailSweeps = 40;
 constexpr double kTailRange = 100;
@@ -88,7 +80,7 @@ constexpr double kTailRange = 100;
 struct TailProblem {
     const bool* free_var;
     std::vector<const Sample*> sub;
-    std::vector<double> y, q, r, cand;
+    std::vector<double> y, q;  // floored measured ms; quantities, kVars a sample
 };
 
 // Multiplicative coordinate search from m; returns the figure reached.
@@ -106,8 +98,7 @@ double search_tail(const TailProblem& t, CostModel& m, std::vector<double>& r, s
             if (!t.free_var[v] || !(wv > 0)) continue;
             double best_f = 1;
             for (const double f : {1.5, 1.2, 1.07, 1 / 1.07, 1 / 1.2, 1 / 1.5}) {
-                // The figure does not see the level, so a weight whose term hardly
-                // matters could drift without end: each stays within 100x of its start.
+                // Blind to the level, a weight whose term hardly matters could drift without end.
                 if (wv * f > start[v] * kTailRange || wv * f < start[v] / kTailRange) continue;
                 for (std::size_t i = 0; i < n; i++) cand[i] = p[i] + (f - 1) * wv * t.q[i * kVars + v];
                 const double e = tail_loss(t.y, cand, r);
@@ -129,13 +120,14 @@ double search_tail(const TailProblem& t, CostModel& m, std::vector<double>& r, s
 // offline). It starts twice: from the least-squares weights, where a weight
 // the fit set to 0 (which a scaling cannot move) gets the input model's
 // weight brought to the fit's level, and from the input model; the better end
-// is kept. Its free weights are then scaled together back to the
+// is kept. No weight moves more than kTailRange from where its search started
+// (the figure does not see the level). Its free weights are then scaled together back to the
 // least-squares fit's median measured / price, so that the level stays what
 // the first stage found and only the shape moves; and it is kept only if it
 // ranks the samples about as well. At most kTailSamples samples (evenly
 // strided) keep a refit inside a fraction of a second.
 void fit_tail(CostModel& model, const CostModel& input, const bool* free_var, const std::vector<const Sample*>& use) {
-    TailProblem t{free_var, {}, {}, {}, {}, {}};
+    TailProblem t{free_var, {}, {}, {}};
     const std::size_t stride = (use.size() + kTailSamples - 1) / kTailSamples;
     for (std::size_t i = 0; i < use.size(); i += stride) t.sub.push_back(use[i]);
     const std::size_t n = t.sub.size();

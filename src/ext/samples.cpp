@@ -27,6 +27,7 @@ struct Ring {
     slock_t mutex;  // guards written, last_fit_at, fitted and the slots
     uint64 written;
     uint64 last_fit_at;
+    TimestampTz last_fit_time;  // of the last fit tried, automatic or not
     pg_atomic_flag fitting;
     FittedWeights fitted;
     int capacity;
@@ -35,8 +36,12 @@ struct Ring {
 
 Ring* ring = nullptr;
 
-// Automatic refits: every tenth of the store, at least every 1000 samples.
+// Automatic refits: every tenth of the store, at least every 1000 samples, and
+// at most every 10 seconds: a fit of a full store takes 30-40 ms of one
+// backend, which every 1000 short statements would make a few per cent of the
+// server's time.
 uint64 refit_every() { return static_cast<uint64>(std::max(1000, setting_max_samples / 10)); }
+constexpr TimestampTz kMinRefitInterval = 10 * USECS_PER_SEC;
 
 }  // namespace
 
@@ -58,6 +63,7 @@ void samples_attach() {
         SpinLockInit(&ring->mutex);
         ring->written = 0;
         ring->last_fit_at = 0;
+        ring->last_fit_time = 0;
         pg_atomic_init_flag(&ring->fitting);
         ring->fitted = FittedWeights{};
         ring->capacity = setting_max_samples;
@@ -131,6 +137,7 @@ void fitted_store(const core::Calibration& c) {
     SpinLockAcquire(&ring->mutex);
     if (f.valid) ring->fitted = f;
     ring->last_fit_at = ring->written;
+    ring->last_fit_time = f.at;
     SpinLockRelease(&ring->mutex);
 }
 
@@ -156,6 +163,12 @@ core::Calibration fit(const core::CostModel& m, const core::Sample* s, size_t n)
 
 void refit_if_due() {
     if (ring == nullptr || !calibration_applies()) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    SpinLockAcquire(&ring->mutex);
+    const bool too_soon = now - ring->last_fit_time < kMinRefitInterval;
+    if (too_soon) ring->last_fit_at = ring->written;  // due again after another refit_every() samples
+    SpinLockRelease(&ring->mutex);
+    if (too_soon) return;
     if (!pg_atomic_test_set_flag(&ring->fitting)) return;  // another backend is at it
     PG_TRY();
     {

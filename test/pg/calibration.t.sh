@@ -57,6 +57,22 @@ sleep 0.5
 est_off=$(q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_row_cost = 1; SET ogc_throttle.bbox_fixed_cost = 50; SET ogc_throttle.bbox_row_cost = 1;
          SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'")
 check "calibration = off: the administrator's weights again ($est_off)" awk -v e="$est_off" 'BEGIN { exit !(e >= 50) }'
+
+# Automatic refits: with calibration = apply, a fit every 1000 samples (max_samples 5000 here) and no
+# call of throttle_calibrate(). A restart empties the store and forgets the fit.
+bad_estimate() {
+  q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_row_cost = 1; SET ogc_throttle.bbox_fixed_cost = 50; SET ogc_throttle.bbox_row_cost = 1;
+     SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'"
+}
+q "ALTER SYSTEM SET ogc_throttle.calibration = 'apply'" >/dev/null
+pg_stop "$DIR" fast
+pg_start "$DIR" "$PORT" || { not_ok "the server restarts"; tap_exit; }
+est_fresh=$(bad_estimate)
+check "after a restart nothing is fitted: the configured weights ($est_fresh)" awk -v e="$est_fresh" 'BEGIN { exit !(e >= 50) }'
+q "$(workload 1050)" >/dev/null
+est_auto=$(bad_estimate)
+check "1050 statements later a fit was made and applied by itself ($est_auto)" awk -v e="$est_auto" 'BEGIN { exit !(e < 50) }'
+q "ALTER SYSTEM RESET ogc_throttle.calibration" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
 check_eq "an ordinary role cannot calibrate" "42501" \
   "$(q "CREATE ROLE someone LOGIN" >/dev/null; as_pg psql -X -h "$DIR" -p "$PORT" -U someone -d postgres -At -v VERBOSITY=verbose -c 'SELECT * FROM throttle_calibrate()' 2>&1 | grep -o '42501' | head -1)"
 tap_exit
