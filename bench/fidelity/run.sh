@@ -13,6 +13,9 @@
 # CHARGES=1: also charged (bucket debits) against measured (PostgreSQL's duration lines),
 # every query once (charges.py); TWINS=1: disguised statements against their plain twins,
 # NT instances per shape (4) (twins.py); TIMING=0 skips the estimate/planner timing passes.
+# CALIBRATE=seed: first runs that seed's workload under the hook, fits the weights with
+# throttle_calibrate(true) and applies them (ogc_throttle.calibration = apply), so that the
+# estimate is the self-calibrated one, checked out of sample when the seeds differ.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,6 +27,7 @@ CHARGES=${CHARGES:-0}
 TWINS=${TWINS:-0}
 NT=${NT:-4}
 TIMING=${TIMING:-1}
+CALIBRATE=${CALIBRATE:-}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -59,6 +63,31 @@ if [ "$(sql -At -c "SELECT to_regproc('throttle_density_build') IS NOT NULL")" =
   echo "# density grids built for fpts.geom, fpts.geog, fpoly.geom ($(( $(date +%s) - t0 )) s)"
 fi
 sql -At -F $'\t' -c "SELECT id, lon, lat, sigma, n FROM fcity ORDER BY id" >"$work/cities.tsv"
+if [ -n "$CALIBRATE" ]; then
+  # The product's own loop: statements of another workload run under the hook (each a sample of its
+  # features and measured time), throttle_calibrate(true) fits the weights from them, and with
+  # ogc_throttle.calibration = apply every price below is made with the fitted weights.
+  [ "$CALIBRATE" != "$SEED" ] || echo "# CALIBRATE = SEED: the fit is checked on the workload it was fitted on (in sample)"
+  $PY "$here/workload.py" "$work/cities.tsv" "$NQ" "$CALIBRATE" >"$work/train.tsv" || die "workload.py failed"
+  $PY - "$work/train.tsv" >"$work/train.sql" <<'PYEOF'
+import sys
+qs = [line.rstrip("\n").split("\t", 2)[2] for line in open(sys.argv[1])]
+print("SET ogc_throttle.mode = 'reject';")
+print("SET statement_timeout = '60s';")
+print("\\o /dev/null")
+for k in (389, 577, 811):  # three passes, each in another order (as measure.sql's timing)
+    for i in sorted(range(len(qs)), key=lambda i: (i * k) % 1009):
+        print(qs[i] + ";")
+PYEOF
+  chmod 644 "$work/train.sql"
+  t0=$(date +%s)
+  sql -f "$work/train.sql" >/dev/null 2>"$work/train.err" || { head -5 "$work/train.err"; die "the calibration workload failed"; }
+  echo "# calibration: seed $CALIBRATE's $(wc -l <"$work/train.tsv") queries x 3 under the hook ($(( $(date +%s) - t0 )) s), then throttle_calibrate(true):"
+  sql -c "SELECT class, samples, round(fixed::numeric, 6) AS fixed, round(per_row::numeric, 7) AS per_row, round(fitted_fixed::numeric, 6) AS fitted_fixed, round(fitted_per_row::numeric, 7) AS fitted_per_row, fitted, samples_used, round(spearman_configured::numeric, 3) AS rho_configured, round(spearman_fitted::numeric, 3) AS rho_fitted, round(median_ratio::numeric, 3) AS median_ratio FROM throttle_calibrate(true)" 2>&1 |
+    sed 's/^/#   /' || die "throttle_calibrate failed"
+  sql -c "ALTER SYSTEM SET ogc_throttle.calibration = 'apply'" -c "SELECT pg_reload_conf()" >/dev/null || die "applying the fit failed"
+  sleep 0.5
+fi
 $PY "$here/workload.py" "$work/cities.tsv" "$NQ" "$SEED" >"$work/queries.tsv" || die "workload.py failed"
 chmod 644 "$work/queries.tsv"
 sql -c "DROP TABLE IF EXISTS fq" -c "CREATE TABLE fq (id int PRIMARY KEY, cls text, sql text)" \
