@@ -132,7 +132,9 @@ check "(control) 200 small statements are charged little more than before ($spen
 # Delay mode: a statement that waits out its identity's debt is not charged the wait (it is not work).
 q "ALTER ROLE pr SET ogc_throttle.capacity = 100; ALTER ROLE pr SET ogc_throttle.rate = 1000;
    ALTER ROLE pr SET ogc_throttle.cutoff_grace = -1; SELECT throttle_reset('pr')" >/dev/null
-u -c "SELECT pg_sleep(0.4)" >/dev/null  # 400 ms on a 100 ms bucket: 300 in debt
+# 1 s on a 100 ms bucket: 900 in debt, repaid in 0.9 s; the ALTER ROLE and the next session's start take
+# 0.3 s or more on a loaded machine, which left a 300 ms debt next to nothing to wait for.
+u -c "SELECT pg_sleep(1.0)" >/dev/null
 q "ALTER ROLE pr SET ogc_throttle.mode = 'delay'; ALTER ROLE pr SET ogc_throttle.max_delay = '5s'" >/dev/null
 r=$(u -c '\timing on' -c "SELECT 1" | ms_of)
 after=$(q "SELECT round(tokens::numeric, 1) FROM throttle_peek('pr')")
