@@ -33,6 +33,7 @@ struct Execution {
     double tokens_left;  // in the bucket after the last admission
     double measured;
     double charged;
+    double unowed;       // measured beyond the deposit, not yet handed to the settlement
     double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
     int workers;         // parallel workers its plan may launch: they spend its budget too
     instr_time pass_start;

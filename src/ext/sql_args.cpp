@@ -49,8 +49,17 @@ IdentityKey cached;
 
 const IdentityKey& own_identity() {
     if (const char* id = identity_override()) {
+        // Read again only when the setting was assigned since (SET, RESET, a
+        // transaction's end undoing a SET LOCAL all assign it).
         static IdentityKey chosen;
-        chosen = make_identity_key(id, std::strlen(id));
+        static std::uint64_t chosen_generation = 0;
+        static bool chosen_valid = false;
+        if (!chosen_valid || chosen_generation != identity_generation()) {
+            chosen_valid = false;  // make_identity_key may raise an error
+            chosen = make_identity_key(id, std::strlen(id));
+            chosen_generation = identity_generation();
+            chosen_valid = true;
+        }
         return chosen;
     }
     // The login role: SET ROLE to a group role does not open a second budget.
