@@ -27,6 +27,7 @@ struct Execution {
     QueryDesc* qd;
     SubTransactionId subid;
     IdentityKey id;
+    std::uint64_t id_serial;  // identity_serial() of the key id was copied from
     core::Budget budget;
     double estimate;
     double deposit;      // estimates charged and not yet consumed by measured time

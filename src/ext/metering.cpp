@@ -75,7 +75,7 @@ constexpr double kHoldMs = 10;  // settlement.cpp writes to the bucket from 10 m
 
 OT_HOT void hand_over(Execution* e) {
     if (e->unowed == 0) return;
-    owe(e->id, e->budget, e->unowed);
+    owe(e->id, e->budget, e->unowed, e->id_serial);
     e->unowed = 0;
 }
 
@@ -107,7 +107,7 @@ OT_HOT void finish(Execution* e, bool completed) {
     }
     e->deposit = 0;
     e->unowed = 0;
-    settle(e->id, e->budget, owed, e->stats_charge, e->measured);
+    settle(e->id, e->budget, owed, e->stats_charge, e->measured, e->id_serial);
     last = {true, e->estimate, e->measured, e->charged, e->cutoff};
     e->in_use = false;
     e->qd = nullptr;
@@ -349,6 +349,7 @@ OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Bud
     e->qd = qd;
     e->subid = GetCurrentSubTransactionId();
     e->id = id;
+    e->id_serial = identity_serial(id);
     e->budget = b;
     e->estimate = estimate;
     e->deposit = deposit;

@@ -22,6 +22,7 @@ constexpr int kStatsFlushStatements = 64;
 struct Pending {
     bool has_id;
     IdentityKey id;
+    std::uint64_t serial;  // identity_serial() of the key id was copied from (0: unknown)
     bool any;
     core::Budget budget;
     double owed;  // > 0 to charge, < 0 to refund
@@ -59,11 +60,15 @@ void flush_at_exit(int, Datum) {
     flush_stats();
 }
 
-OT_HOT void adopt(const IdentityKey& id) {
-    if (pending.has_id && same_id(pending.id, id)) return;
+OT_HOT void adopt(const IdentityKey& id, std::uint64_t serial) {
+    if (pending.has_id && ((serial != 0 && serial == pending.serial) || same_id(pending.id, id))) {
+        if (serial != 0) pending.serial = serial;
+        return;
+    }
     flush_owed();
     flush_stats();
     pending.id = id;
+    pending.serial = serial;
     pending.has_id = true;
     if (!exit_flush_registered) {
         before_shmem_exit(flush_at_exit, 0);
@@ -93,14 +98,15 @@ OT_HOT inline void add_stats(double charge, double measured) {
 
 }  // namespace
 
-OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount) {
+OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount, std::uint64_t serial) {
     if (amount == 0) return;
-    adopt(id);
+    adopt(id, serial);
     add_owed(b, amount);
 }
 
-OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double charge, double measured) {
-    adopt(id);
+OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double charge, double measured,
+                   std::uint64_t serial) {
+    adopt(id, serial);
     add_owed(b, owed);
     add_stats(charge, measured);
 }
