@@ -20,7 +20,7 @@
 # library watches, is in; about 10 minutes), LIB=a.so[,b.so] (the hook runs from these builds instead of
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
-# installed extension).
+# installed extension; the CACHESIM and SAMPLING tables are of the last of them).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
