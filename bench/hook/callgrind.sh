@@ -17,7 +17,10 @@
 # CONN=1 (the statements come over a socket from pgbench -M prepared, as a driver sends them —
 # Parse, Bind, Execute, Sync — to a server under callgrind, and the client backend's own
 # instructions are counted: what --single leaves out, the protocol's messages and the answers the
-# library watches, is in; about 10 minutes).
+# library watches, is in; about 10 minutes), LIB=a.so[,b.so] (the hook runs from these builds instead of
+# the installed library, one row each against the same runs without it: shared_preload_libraries takes a
+# path, so a branch is compared with main without installing either; the data's set-up still uses the
+# installed extension; the CACHESIM and SAMPLING tables are of the last of them).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -67,8 +70,20 @@ gen() {  # gen KIND COUNT
     }
   }'
 }
+# LIB: copies of the builds where the server's user can read them; hooklib is the one the runs load.
+libs=(ogc_throttle)
+if [ -n "${LIB:-}" ]; then
+  libs=()
+  IFS=, read -ra given <<<"$LIB"
+  for l in "${given[@]}"; do
+    [ -f "$l" ] || die "LIB: no file $l"
+    cp "$l" "$work/lib${#libs[@]}.so" && chmod 755 "$work/lib${#libs[@]}.so" || die "copy of $l failed"
+    libs+=("$work/lib${#libs[@]}.so")
+  done
+fi
+hooklib=${libs[0]}
 config_opts() {  # config_opts CONFIG: sets opts, the server's settings for that configuration
-  local hook=(-c shared_preload_libraries=ogc_throttle -c ogc_throttle.mode=reject
+  local hook=(-c shared_preload_libraries="$hooklib" -c ogc_throttle.mode=reject
     -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
   case $1 in
     none) opts=(-c shared_preload_libraries=) ;;
@@ -133,13 +148,19 @@ printf '%-9s | %12s | %12s | %10s | %7s | %9s | %10s | %s\n' kind "none Ir/stmt"
 printf -- '%.0s-' $(seq 104); echo
 for kind in ${KINDS:-select dwithin tile}; do
   a1=$(ir $kind "$N" none); a3=$(ir $kind $((3 * N)) none)
-  b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
-  f1=$(flushes "$work/$kind.$N.reject.out"); f3=$(flushes "$work/$kind.$((3 * N)).reject.out")
-  awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v f1="$f1" -v f3="$f3" -v n="$N" -v k="$kind" 'BEGIN {
-    pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n); pf = (f3 - f1) / (2 * n)
-    oa = a1 - n * pa; ob = b1 - n * pb
-    printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %9.0f | %+10.0f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, pf, pb - pa - pf, (ob - oa) / 1e6 }'
+  for li in "${!libs[@]}"; do
+    hooklib=${libs[$li]}
+    b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
+    f1=$(flushes "$work/$kind.$N.reject.out"); f3=$(flushes "$work/$kind.$((3 * N)).reject.out")
+    label=$kind; [ -n "${LIB:-}" ] && label="$kind/$li"
+    [ -n "${KEEP:-}" ] && [ -n "${LIB:-}" ] && for f in "$work/$kind".*.reject.out; do cp "$f" "${f%.out}.lib$li.out"; done
+    awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v f1="$f1" -v f3="$f3" -v n="$N" -v k="$label" 'BEGIN {
+      pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n); pf = (f3 - f1) / (2 * n)
+      oa = a1 - n * pa; ob = b1 - n * pb
+      printf "%-9s | %12.0f | %12.0f | %+10.0f | %7.3f | %9.0f | %+10.0f | %+.1f M\n", k, pa, pb, pb - pa, pa / pb, pf, pb - pa - pf, (ob - oa) / 1e6 }'
+  done
 done
+[ -n "${LIB:-}" ] && for li in "${!libs[@]}"; do echo "kind/$li: ${given[$li]} (md5 $(md5sum <"${libs[$li]}" | cut -c1-12))"; done
 # CACHESIM=1: the simulated misses per statement (same (3N - N) / 2N difference), from the runs above.
 # valgrind's model (the host's L1 sizes, a last level of the host's LL) is not the hardware, but it counts
 # the same way for both libraries: first-level instruction misses (I1mr), data misses (D1mr + D1mw) and

@@ -9,6 +9,7 @@
 #include "ext/bucket_shared.hpp"
 #include "ext/hot.hpp"
 #include "ext/settings.hpp"
+#include "ext/sql_args.hpp"
 
 extern "C" {
 #include "access/twophase.h"
@@ -210,11 +211,15 @@ OT_HOT static uint32 identity_hash(const IdentityKey& key) {
     static IdentityKey last_key;
     static uint32 last_hash;
     static bool last_valid = false;
+    static std::uint64_t last_serial = 0;
+    const std::uint64_t serial = identity_serial(key);
+    if (serial != 0 && serial == last_serial) return last_hash;
     if (!last_valid || !same_identity(last_key, key)) {
         last_hash = get_hash_value(buckets, &key);
         last_key = key;
         last_valid = true;
     }
+    last_serial = serial;
     return last_hash;
 }
 

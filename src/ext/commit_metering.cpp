@@ -88,8 +88,7 @@ bool in_commit() {
 // in the identity's statistics.
 void charge_measured(const IdentityKey& id, const core::Budget& b, bool charges, double ms) {
     count_measured(ms);
-    if (charges) owe(id, b, ms);
-    note_stats(id, charges ? ms : 0, ms);
+    settle(id, b, charges ? ms : 0, charges ? ms : 0, ms);
 }
 
 // Where a commit's own time is metered: a client backend, outside any metered

@@ -114,15 +114,17 @@ OT_HOT void arm_cutoff(Execution* e) {
         pass_deadline_ns = 0;
         return;
     }
-    const double allowed_ns = std::min(std::ceil(e->allowed_ms), 2e9) * 1e6;
-    const int64 deadline = mono_ns(e->pass_start) + static_cast<int64>(allowed_ns);
+    // Whole milliseconds, rounded up by a cast and a compare (std::ceil is a libm call here).
+    const double capped = std::min(e->allowed_ms, 2e9);
+    int64 whole_ms = static_cast<int64>(capped);
+    if (static_cast<double>(whole_ms) < capped) whole_ms++;
+    const int64 deadline = mono_ns(e->pass_start) + whole_ms * 1000000;
     pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
     if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
     // Armed (error recovery may have cleared every timeout) no later than this deadline: it stays.
     if (timer_due_ns != 0 && timer_due_ns <= deadline && get_timeout_active(cutoff_timeout)) return;
     timer_due_ns = 0;  // a firing in between finds no due time to keep
-    const int ms = static_cast<int>(allowed_ns / 1e6);
-    enable_timeout_after(cutoff_timeout, ms);
+    enable_timeout_after(cutoff_timeout, static_cast<int>(whole_ms));
     timer_due_ns = deadline;
 }
 

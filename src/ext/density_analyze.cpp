@@ -115,19 +115,26 @@ void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, Proc
         prev_utility(pstmt, query, read_only_tree, context, params, env, dest, qc);
     else
         standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    density_after_utility(pstmt);
+}
+
+}  // namespace
+
+void density_after_utility(const PlannedStmt* pstmt) {
     // VACUUM has committed its own transactions and started the one the caller ends.
     if (density_on_analyze && IsA(pstmt->utilityStmt, VacuumStmt) &&
         analyzes(castNode(VacuumStmt, pstmt->utilityStmt)))
         rebuild_grids(castNode(VacuumStmt, pstmt->utilityStmt));
 }
 
-}  // namespace
-
 void install_density_analyze_hook() {
     DefineCustomBoolVariable("ogc_throttle.density_on_analyze",
                              "An explicit ANALYZE of a table also rebuilds its columns' density grids.",
                              "Autovacuum's ANALYZE does not; a build reads the whole column.", &density_on_analyze,
                              density_on_analyze, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    // Preloaded, the metering's utility hook calls density_after_utility: one
+    // hook less for every utility statement (an EXECUTE of a prepared one too).
+    if (process_shared_preload_libraries_in_progress) return;
     prev_utility = ProcessUtility_hook;
     ProcessUtility_hook = on_utility;
 }

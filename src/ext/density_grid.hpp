@@ -9,6 +9,8 @@ extern "C" {
 #include "access/attnum.h"
 }
 
+struct PlannedStmt;
+
 namespace ot::ext {
 
 // Rows of relid.attnum inside the box (in the column's coordinates: lon/lat
@@ -38,7 +40,10 @@ bool density_grid_mean_size(Oid relid, AttrNumber attnum, double* w, double* h);
 bool density_grid_probe_size(Oid relid, AttrNumber attnum, double* w, double* h);
 
 // ogc_throttle.density_on_analyze and the utility hook behind it (density_analyze.cpp):
-// an explicit ANALYZE rebuilds the grids of the tables it analyses.
+// an explicit ANALYZE rebuilds the grids of the tables it analyses. Preloaded,
+// there is no hook of its own: the metering's utility hook calls
+// density_after_utility after every utility statement.
 void install_density_analyze_hook();
+void density_after_utility(const PlannedStmt* pstmt);
 
 }  // namespace ot::ext

@@ -27,12 +27,14 @@ struct Execution {
     QueryDesc* qd;
     SubTransactionId subid;
     IdentityKey id;
+    std::uint64_t id_serial;  // identity_serial() of the key id was copied from
     core::Budget budget;
     double estimate;
     double deposit;      // estimates charged and not yet consumed by measured time
     double tokens_left;  // in the bucket after the last admission
     double measured;
     double charged;
+    double unowed;       // measured beyond the deposit, not yet handed to the settlement
     double allowed_ms;   // the running pass's budget, for the cancellation's DETAIL
     int workers;         // parallel workers its plan may launch: they spend its budget too
     instr_time pass_start;

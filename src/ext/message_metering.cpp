@@ -127,8 +127,7 @@ void charge_pending() {
     spans_counted += ms;
     count_measured(ms);
     const bool charges = current_mode() != Mode::Log;
-    if (charges) owe(pending_id, pending_budget, ms);
-    note_stats(pending_id, charges ? ms : 0, ms);
+    settle(pending_id, pending_budget, charges ? ms : 0, charges ? ms : 0, ms);
 }
 
 void charge_at_exit(int, Datum) {

@@ -49,8 +49,8 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
         planning_depth--;
         const double ms = elapsed_ms(start);
         count_measured(ms);
-        if (mode != Mode::Log) owe(id, b, ms);
-        note_stats(id, mode != Mode::Log ? ms : 0.0, ms);
+        const double charged = mode != Mode::Log ? ms : 0.0;
+        settle(id, b, charged, charged, ms);
     }
     PG_END_TRY();
     return out;

@@ -23,19 +23,33 @@ bool setting_save = true;
 bool setting_charge_connection = true;
 int setting_max_samples = 10000;
 
+// Read inline through settings.hpp's accessors (every statement reads them).
+namespace guc {
+int mode = static_cast<int>(Mode::Off);
+bool true_up = true;
+int cutoff_grace = 1000;
+char* identity = nullptr;
+std::uint64_t identity_assignments = 0;
+double capacity = 1000.0;
+double rate = 50.0;
+}  // namespace guc
+using guc::capacity;
+using guc::cutoff_grace;
+using guc::identity;
+using guc::identity_assignments;
+using guc::mode;
+using guc::rate;
+using guc::true_up;
+
 namespace {
 
-int mode = static_cast<int>(Mode::Off);
 int calibration = 0;  // 0 off, 1 apply
 const struct config_enum_entry calibration_options[] = {
     {"off", 0, false},
     {"apply", 1, false},
     {nullptr, 0, false},
 };
-bool true_up = true;
-int cutoff_grace = 1000;
 int max_delay_ms = 5000;
-char* identity = nullptr;
 
 const struct config_enum_entry mode_options[] = {
     {"off", static_cast<int>(Mode::Off), false},
@@ -47,7 +61,6 @@ const struct config_enum_entry mode_options[] = {
 
 // Bumped whenever the identity setting is assigned (SET, RESET, a rollback
 // that restores it): who pays may have changed.
-std::uint64_t identity_assignments = 0;
 void assign_identity(const char*, void*) { identity_assignments++; }
 
 // Anyone may set the identity to empty (their own role). Any other value is
@@ -86,8 +99,6 @@ bool check_identity(char** newval, void**, GucSource source) {
     return true;
 }
 
-double capacity = 1000.0;
-double rate = 50.0;
 double cost_max = 500.0;
 double density = 10.0;
 double tile_max_rows = 50000.0;
@@ -224,16 +235,10 @@ void define_settings() {
     MarkGUCPrefixReserved("ogc_throttle");
 }
 
-core::Budget current_budget() { return {capacity, rate}; }
-bool true_up_enabled() { return true_up; }
-int cutoff_grace_ms() { return cutoff_grace; }
 
 double current_cost_max() { return cost_max; }
 
-Mode current_mode() { return static_cast<Mode>(mode); }
 std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
-std::uint64_t identity_generation() { return identity_assignments; }
-const char* identity_override() { return identity != nullptr && identity[0] != '\0' ? identity : nullptr; }
 
 bool calibration_applies() { return calibration == 1; }
 

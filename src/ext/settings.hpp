@@ -17,19 +17,34 @@ extern int setting_max_samples;
 
 // What the pricing hook does with a priced statement.
 enum class Mode { Off, Log, Delay, Reject };
-Mode current_mode();
+
+// The settings every statement reads, defined in settings.cpp: read inline (a
+// call for each was a few per cent of what the hook adds to a select-only statement).
+namespace guc {
+extern int mode;
+extern bool true_up;
+extern int cutoff_grace;
+extern char* identity;
+extern std::uint64_t identity_assignments;
+extern double capacity;
+extern double rate;
+}  // namespace guc
+
+inline Mode current_mode() { return static_cast<Mode>(guc::mode); }
 std::int64_t max_delay_us();
 // The identity set for this session or transaction (ogc_throttle.identity), or nullptr.
-const char* identity_override();
+inline const char* identity_override() {
+    return guc::identity != nullptr && guc::identity[0] != '\0' ? guc::identity : nullptr;
+}
 // Changes whenever ogc_throttle.identity is assigned.
-std::uint64_t identity_generation();
+inline std::uint64_t identity_generation() { return guc::identity_assignments; }
 
 // Whether measured time replaces the estimate (ogc_throttle.true_up).
-bool true_up_enabled();
+inline bool true_up_enabled() { return guc::true_up; }
 // Milliseconds a statement may run past its budget before it is cancelled; negative: never.
-int cutoff_grace_ms();
+inline int cutoff_grace_ms() { return guc::cutoff_grace; }
 
-core::Budget current_budget();
+inline core::Budget current_budget() { return {guc::capacity, guc::rate}; }
 // The model prices use: the weights set by the administrator, with the
 // fitted ones in their place when ogc_throttle.calibration = apply.
 core::CostModel current_cost_model();

@@ -16,13 +16,17 @@ namespace {
 constexpr double kFlushMs = 10;
 constexpr double kStatsFlushMs = 100;
 constexpr int kStatsFlushStatements = 64;
+// One identity for both halves: a backend pays for one identity statement
+// after statement, so a settlement compares its key once, and a change of
+// identity (rare: a SET of ogc_throttle.identity) writes out both halves first.
 struct Pending {
-    bool any;
+    bool has_id;
     IdentityKey id;
+    std::uint64_t serial;  // identity_serial() of the key id was copied from (0: unknown)
+    bool any;
     core::Budget budget;
     double owed;  // > 0 to charge, < 0 to refund
     bool stats_any;
-    IdentityKey stats_id;
     double stats_charge;
     double stats_measured;
     int stats_statements;
@@ -45,7 +49,7 @@ void flush_owed() {
 void flush_stats() {
     if (!pending.stats_any) return;
     pending.stats_any = false;
-    record_true_up(pending.stats_id, pending.stats_charge, pending.stats_measured);
+    record_true_up(pending.id, pending.stats_charge, pending.stats_measured);
     pending.stats_charge = pending.stats_measured = 0;
     pending.stats_statements = 0;
 }
@@ -56,23 +60,27 @@ void flush_at_exit(int, Datum) {
     flush_stats();
 }
 
-void flush_at_exit_once() {
-    if (exit_flush_registered) return;
-    before_shmem_exit(flush_at_exit, 0);
-    exit_flush_registered = true;
+OT_HOT void adopt(const IdentityKey& id, std::uint64_t serial) {
+    if (pending.has_id && ((serial != 0 && serial == pending.serial) || same_id(pending.id, id))) {
+        if (serial != 0) pending.serial = serial;
+        return;
+    }
+    flush_owed();
+    flush_stats();
+    pending.id = id;
+    pending.serial = serial;
+    pending.has_id = true;
+    if (!exit_flush_registered) {
+        before_shmem_exit(flush_at_exit, 0);
+        exit_flush_registered = true;
+    }
 }
 
-}  // namespace
-
-OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount) {
+OT_HOT inline void add_owed(core::Budget b, double amount) {
     if (amount == 0) return;
-    if (pending.any && (!same_id(pending.id, id) || pending.budget.capacity != b.capacity ||
-                        pending.budget.rate != b.rate))
-        flush_owed();
-    flush_at_exit_once();
+    if (pending.any && (pending.budget.capacity != b.capacity || pending.budget.rate != b.rate)) flush_owed();
     if (!pending.any) {
         pending.any = true;
-        pending.id = id;
         pending.budget = b;
         pending.owed = 0;
     }
@@ -80,17 +88,27 @@ OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount) {
     if (std::fabs(pending.owed) >= kFlushMs) flush_owed();
 }
 
-OT_HOT void note_stats(const IdentityKey& id, double charge, double measured) {
-    if (pending.stats_any && !same_id(pending.stats_id, id)) flush_stats();
-    flush_at_exit_once();
-    if (!pending.stats_any) {
-        pending.stats_any = true;
-        pending.stats_id = id;
-    }
+OT_HOT inline void add_stats(double charge, double measured) {
+    pending.stats_any = true;
     pending.stats_charge += charge;
     pending.stats_measured += measured;
     pending.stats_statements++;
     if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
+}
+
+}  // namespace
+
+OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount, std::uint64_t serial) {
+    if (amount == 0) return;
+    adopt(id, serial);
+    add_owed(b, amount);
+}
+
+OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double charge, double measured,
+                   std::uint64_t serial) {
+    adopt(id, serial);
+    add_owed(b, owed);
+    add_stats(charge, measured);
 }
 
 void flush_settlements() {

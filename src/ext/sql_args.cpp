@@ -47,10 +47,31 @@ Oid cached_role = InvalidOid;
 IdentityKey cached;
 }  // namespace
 
+const IdentityKey* own_identity_last = nullptr;
+std::uint64_t own_identity_serial = 0;
+
+namespace {
+std::uint64_t serials = 0;  // numbers every key written below
+std::uint64_t cached_serial = 0;
+}  // namespace
+
 const IdentityKey& own_identity() {
     if (const char* id = identity_override()) {
+        // Read again only when the setting was assigned since (SET, RESET, a
+        // transaction's end undoing a SET LOCAL all assign it).
         static IdentityKey chosen;
-        chosen = make_identity_key(id, std::strlen(id));
+        static std::uint64_t chosen_generation = 0;
+        static bool chosen_valid = false;
+        static std::uint64_t chosen_serial = 0;
+        if (!chosen_valid || chosen_generation != identity_generation()) {
+            chosen_valid = false;  // make_identity_key may raise an error
+            chosen = make_identity_key(id, std::strlen(id));
+            chosen_generation = identity_generation();
+            chosen_valid = true;
+            chosen_serial = ++serials;
+        }
+        own_identity_last = &chosen;
+        own_identity_serial = chosen_serial;
         return chosen;
     }
     // The login role: SET ROLE to a group role does not open a second budget.
@@ -59,7 +80,10 @@ const IdentityKey& own_identity() {
         const char* name = GetUserNameFromId(role, false);
         cached = make_identity_key(name, std::strlen(name));
         cached_role = role;
+        cached_serial = ++serials;
     }
+    own_identity_last = &cached;
+    own_identity_serial = cached_serial;
     return cached;
 }
 

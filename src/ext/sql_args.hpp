@@ -1,6 +1,8 @@
 // Argument readers shared by the SQL functions (NULL is an error, never a
 // pass), and the row shape they share.
 #pragma once
+#include <cstdint>
+
 #include "ext/bucket_table.hpp"
 
 extern "C" {
@@ -19,6 +21,15 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // SECURITY DEFINER owner). A backend-local key, valid until the next call:
 // every statement asks, so it is not copied on the way.
 const IdentityKey& own_identity();
+// The key own_identity() last returned, and the number of what was last written
+// there: two keys with the same nonzero serial are the same identity, known
+// without comparing their 64 bytes (an admission and a settlement each did).
+extern const IdentityKey* own_identity_last;
+extern std::uint64_t own_identity_serial;
+// k's serial if k is own_identity()'s key, else 0 (unknown: compare).
+inline std::uint64_t identity_serial(const IdentityKey& k) {
+    return &k == own_identity_last ? own_identity_serial : 0;
+}
 // The same without a catalog lookup (outside a transaction): null when the
 // login role's name has not been looked up yet.
 const IdentityKey* own_identity_if_known();

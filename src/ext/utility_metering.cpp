@@ -1,4 +1,5 @@
 #include "ext/execution.hpp"
+#include "ext/density_grid.hpp"
 #include "ext/hook.hpp"
 #include "ext/sql_args.hpp"
 
@@ -65,16 +66,23 @@ struct UtilityCall {
     QueryCompletion* qc;
 };
 
-void call_utility(void* arg) {
-    const auto* c = static_cast<const UtilityCall*>(arg);
+inline void forward(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
+                    ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     if (prev_utility)
-        prev_utility(c->pstmt, c->query, c->read_only_tree, c->context, c->params, c->env, c->dest, c->qc);
+        prev_utility(pstmt, query, read_only_tree, context, params, env, dest, qc);
     else
-        standard_ProcessUtility(c->pstmt, c->query, c->read_only_tree, c->context, c->params, c->env, c->dest, c->qc);
+        standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    if (unlikely(IsA(pstmt->utilityStmt, VacuumStmt))) density_after_utility(pstmt);
 }
 
+void call_utility(void* arg) {
+    const auto* c = static_cast<const UtilityCall*>(arg);
+    forward(c->pstmt, c->query, c->read_only_tree, c->context, c->params, c->env, c->dest, c->qc);
+}
+
+// The statement's kind first: most utility statements do no work of their own.
 bool metered_here(const PlannedStmt* pstmt) {
-    return metering_idle() && does_work(pstmt->utilityStmt) && current_mode() != Mode::Off && true_up_enabled() &&
+    return does_work(pstmt->utilityStmt) && metering_idle() && current_mode() != Mode::Off && true_up_enabled() &&
            !IsParallelWorker() && shared_memory_ready();
 }
 
@@ -86,19 +94,21 @@ bool finishes_prepared(const Node* n) {
 
 void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
                 ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
+    // EXECUTE, SET, BEGIN, COMMIT...: straight on, without packing the call.
+    const bool finishes = finishes_prepared(pstmt->utilityStmt);
+    if (likely(!finishes && !metered_here(pstmt)))
+        return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
-    if (finishes_prepared(pstmt->utilityStmt)) return meter_finish_prepared(call_utility, &c);
-    if (metered_here(pstmt)) {
-        const IdentityKey id = own_identity();
-        const core::Budget b = usable_budget();
-        const Mode mode = current_mode();
-        // Nothing to estimate: admitted unless the bucket is in debt.
-        const double tokens_left = admit_further_pass(id, b, mode);
-        if (Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0)) {
-            meter_pass(e, call_utility, &c);
-            close_execution(e, true);
-            return;
-        }
+    if (finishes) return meter_finish_prepared(call_utility, &c);
+    const IdentityKey id = own_identity();
+    const core::Budget b = usable_budget();
+    const Mode mode = current_mode();
+    // Nothing to estimate: admitted unless the bucket is in debt.
+    const double tokens_left = admit_further_pass(id, b, mode);
+    if (Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0)) {
+        meter_pass(e, call_utility, &c);
+        close_execution(e, true);
+        return;
     }
     call_utility(&c);
 }
