@@ -239,6 +239,7 @@ void Session::handle() {
     const Config& c = *cfg_;
     ex_.assessment = assess(in, c);
     HeaderList headers;
+    headers.reserve(static_cast<std::size_t>(std::distance(req_.begin(), req_.end())));
     for (const auto& f : req_) headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     const Identity id = identify(headers, peer_, c);
     ex_.identity_hash = id.hash;
