@@ -7,12 +7,21 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace ot::gate {
 namespace {
 
 std::string fmt_cost(double v) {
     char buf[64];
+    // A whole number (a cost or budget in whole units, as most are) is its
+    // digits and ".00": the integer conversion costs a fraction of the
+    // fixed-precision one and writes the same bytes (-0 keeps the slow path).
+    if (v >= 0 && v < 1e15 && !std::signbit(v) && v == std::floor(v)) {
+        auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
+        std::memcpy(r.ptr, ".00", 3);
+        return std::string(buf, r.ptr + 3);
+    }
     auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2);
     if (r.ec != std::errc()) r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, 2);
     return std::string(buf, r.ptr);
@@ -78,19 +87,27 @@ HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double rem
     const long long w = ceil_at_least(b.capacity / b.rate, 1);
     const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
     const long long t = ceil_at_least(reset_s, 0);
+    // '"<policy>";<k1>=<v1>;<k2>=<v2>', sized once and filled in place.
     const auto item = [policy](char k1, long long v1, char k2, long long v2) {
-        std::string s;
-        s.reserve(policy.size() + 48);
-        s += '"';
-        s += policy;
-        s += "\";";
-        s += k1;
-        s += '=';
-        s += std::to_string(v1);
-        s += ';';
-        s += k2;
-        s += '=';
-        s += std::to_string(v2);
+        char n1[24], n2[24];
+        const auto e1 = std::to_chars(n1, n1 + sizeof n1, v1).ptr;
+        const auto e2 = std::to_chars(n2, n2 + sizeof n2, v2).ptr;
+        const auto l1 = static_cast<std::size_t>(e1 - n1), l2 = static_cast<std::size_t>(e2 - n2);
+        std::string s(policy.size() + 8 + l1 + l2, '\0');
+        char* p = s.data();
+        *p++ = '"';
+        std::memcpy(p, policy.data(), policy.size());
+        p += policy.size();
+        *p++ = '"';
+        *p++ = ';';
+        *p++ = k1;
+        *p++ = '=';
+        std::memcpy(p, n1, l1);
+        p += l1;
+        *p++ = ';';
+        *p++ = k2;
+        *p++ = '=';
+        std::memcpy(p, n2, l2);
         return s;
     };
     HeaderList h;

@@ -25,59 +25,87 @@ constexpr PlainTable kPlain;
 
 }  // namespace
 
-void JsonLine::put(std::string_view a, std::string_view b, std::string_view c) {
-    const std::size_t need = len_ + a.size() + b.size() + c.size() + 1;  // and the closing brace
-    if (need > s_.size()) s_.resize(std::max(need, 2 * s_.size()));
-    char* p = s_.data() + len_;
-    std::memcpy(p, a.data(), a.size());
-    std::memcpy(p + a.size(), b.data(), b.size());
-    std::memcpy(p + a.size() + b.size(), c.data(), c.size());
-    len_ = need - 1;
+void JsonLine::spill() {
+    s_.append(buf_, n_);
+    n_ = 0;
 }
 
-void JsonLine::key(std::string_view k) {
-    // Keys are our own literals.
-    put(len_ > start_ ? std::string_view(",\"") : std::string_view("\""), k, "\":");
+void JsonLine::put(std::string_view a) {
+    if (a.size() > sizeof buf_ - n_) {
+        spill();
+        if (a.size() > sizeof buf_) {
+            s_.append(a.data(), a.size());
+            return;
+        }
+    }
+    std::memcpy(buf_ + n_, a.data(), a.size());
+    n_ += a.size();
 }
 
-JsonLine& JsonLine::str(std::string_view k, std::string_view v) {
-    key(k);
+void JsonLine::long_key(const char* k, std::size_t n) {
+    if (!first_) put(",");
+    first_ = false;
+    put("\"");
+    put(std::string_view(k, n));
+    put("\":");
+}
+
+JsonLine& JsonLine::value(std::string_view v) {
     bool plain = true;
     for (unsigned char c : v) plain &= kPlain.ok[c];
-    if (plain) put("\"", v, "\"");
-    else put(nlohmann::json(std::string(v)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}, {});
+    if (!plain) {
+        put(nlohmann::json(std::string(v)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        return *this;
+    }
+    if (v.size() + 2 > sizeof buf_ - n_) {
+        put("\"");
+        put(v);
+        put("\"");
+        return *this;
+    }
+    char* p = buf_ + n_;
+    *p++ = '"';
+    std::memcpy(p, v.data(), v.size());
+    p += v.size();
+    *p++ = '"';
+    n_ = static_cast<std::size_t>(p - buf_);
     return *this;
 }
 
 JsonLine& JsonLine::num(std::string_view k, double v) {
-    key(k);
+    key(k.data(), k.size());
     if (!std::isfinite(v)) {
-        put("null", {}, {});
+        put("null");
         return *this;
     }
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-    put(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)), {}, {});
+    char num[32];
+    // A whole number below 1e5 prints as its digits in the shortest form
+    // too (its exponent form is never shorter), and the integer conversion
+    // is a fraction of the double one: costs are mostly whole units.
+    const bool small_whole = v >= 0 && v < 1e5 && !std::signbit(v) && v == static_cast<double>(static_cast<std::int64_t>(v));
+    const auto r = small_whole ? std::to_chars(num, num + sizeof num, static_cast<std::int64_t>(v))
+                               : std::to_chars(num, num + sizeof num, v);  // shortest round-trip form
+    put(std::string_view(num, static_cast<std::size_t>(r.ptr - num)));
     return *this;
 }
 
 JsonLine& JsonLine::num(std::string_view k, std::int64_t v) {
-    key(k);
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    put(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)), {}, {});
+    key(k.data(), k.size());
+    char num[24];
+    const auto r = std::to_chars(num, num + sizeof num, v);
+    put(std::string_view(num, static_cast<std::size_t>(r.ptr - num)));
     return *this;
 }
 
 JsonLine& JsonLine::boolean(std::string_view k, bool v) {
-    key(k);
-    put(v ? "true" : "false", {}, {});
+    key(k.data(), k.size());
+    put(v ? "true" : "false");
     return *this;
 }
 
 void JsonLine::close() {
-    s_[len_++] = '}';  // put() kept room for it
-    s_.resize(len_);
+    put("}");
+    spill();
 }
 
 std::string JsonLine::finish() && {

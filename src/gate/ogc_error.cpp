@@ -104,9 +104,7 @@ const char* title_for(ErrorKind k) {
     return "Error";
 }
 
-}  // namespace
-
-Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status) {
+Rendered render_uncached(Service service, Dialect dialect, const OgcError& e, int size_status) {
     switch (dialect) {
         case Dialect::Wms111:
             // The 1.1.1 DTD gives ServiceException a code and no locator.
@@ -146,6 +144,36 @@ Rendered render_error(Service service, Dialect dialect, const OgcError& e, int s
             break;
     }
     return {status_for(e.kind, false, size_status), "text/plain; charset=utf-8", e.text + "\n"};
+}
+
+}  // namespace
+
+Rendered render_error(Service service, Dialect dialect, const OgcError& e, int size_status) {
+    // A client over its budget gets the same words refusal after refusal
+    // (their numbers move once a second at most): the last document this
+    // thread rendered is reused when every input is equal, instead of being
+    // escaped and assembled again. Any other input renders afresh.
+    struct Last {
+        bool set = false;
+        Service service{};
+        Dialect dialect{};
+        int size_status = 0;
+        OgcError e{};
+        Rendered r{};
+    };
+    thread_local Last last;
+    if (last.set && last.service == service && last.dialect == dialect && last.size_status == size_status &&
+        last.e.kind == e.kind && last.e.text == e.text && last.e.code == e.code && last.e.locator == e.locator)
+        return last.r;
+    Rendered r = render_uncached(service, dialect, e, size_status);
+    last.set = false;  // a throw below leaves no half-updated entry
+    last.service = service;
+    last.dialect = dialect;
+    last.size_status = size_status;
+    last.e = e;
+    last.r = r;
+    last.set = true;
+    return r;
 }
 
 }  // namespace ot::gate

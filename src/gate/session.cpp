@@ -38,6 +38,12 @@ std::string mint_request_id() {
     return id;
 }
 
+// Everything assess() reads of a request.
+bool same_input(const HttpIn& a, const HttpIn& b) {
+    return a.target == b.target && a.method == b.method && a.content_type == b.content_type && a.body == b.body &&
+           a.cookie == b.cookie;
+}
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 constexpr const char* kAllow = "GET, HEAD, POST, OPTIONS";
@@ -73,6 +79,7 @@ void Session::fault(const char* what) noexcept {
     }
     const bool first = !halted_;
     halted_ = true;
+    have_last_ = assessed_ = false;  // what the exception left is nobody's assessment
     beast::error_code ignored;
     try {
         if (first) ex_.upstream_error = std::string("internal: ") + what;
@@ -156,6 +163,11 @@ void Session::take_request_id(const http::fields& f) {
 void Session::begin_exchange() {
     release_slot();
     finish_flight({FlightResult::Kind::UpstreamError, nullptr, false, "superseded"});
+    if (assessed_) {
+        last_assessment_ = std::move(ex_.assessment);
+        have_last_ = true;
+        assessed_ = false;
+    }
     ex_ = Exchange{};
     ex_.started = Clock::now();
     gate_.inflight(worker_)++;
@@ -237,8 +249,17 @@ void Session::handle() {
     if (in.target.empty() || in.target[0] != '/')
         return plain(400, "only origin-form request targets are accepted", "invalid");
     const Config& c = *cfg_;
-    ex_.assessment = assess(in, c);
+    if (have_last_ && last_cfg_ == cfg_ && same_input(last_in_, in)) {
+        ex_.assessment = std::move(last_assessment_);
+    } else {
+        ex_.assessment = assess(in, c);
+        last_in_ = in;
+        last_cfg_ = cfg_;
+    }
+    have_last_ = false;
+    assessed_ = true;
     HeaderList headers;
+    headers.reserve(static_cast<std::size_t>(std::distance(req_.begin(), req_.end())));
     for (const auto& f : req_) headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     const Identity id = identify(headers, peer_, c);
     ex_.identity_hash = id.hash;

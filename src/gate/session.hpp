@@ -206,6 +206,17 @@ private:
     std::unique_ptr<tcp::resolver> probe_resolver_;
     UpstreamLeg up_;
     Exchange ex_;
+    // The previous request's assessment on this connection, kept (moved out
+    // of the exchange before its reset) with what it was assessed from:
+    // assess() is a pure function of the request and the configuration, so
+    // a client repeating its request is not parsed, capped and priced again
+    // (handle()). The configuration is held, not just compared by address,
+    // so a reload can never be mistaken for the configuration it replaced.
+    std::shared_ptr<const Config> last_cfg_;
+    HttpIn last_in_;
+    Assessment last_assessment_;
+    bool have_last_ = false;  // last_assessment_ is that of last_in_ under last_cfg_
+    bool assessed_ = false;   // ex_.assessment is that of last_in_ under last_cfg_
 };
 
 }  // namespace ot::gate

@@ -117,6 +117,43 @@ kill -HUP "$(cat "$tmp/g2/gate.pid")"; sleep 0.3
 fwd=$(curl -s "http://127.0.0.1:$G2/collections/x/items?limit=5000" -H 'X-Api-Key: gold-key')
 check "a bad reload keeps the running config" grep -q '^GET /collections/x/items?limit=7$' <<<"$fwd"
 check "the failed reload is reported" grep -q 'reload failed' "$tmp/g2/gate.err"
+# A connection that repeats its request reuses that request's assessment
+# (session.cpp): after a reload the same request on the same connection is
+# judged by the new configuration, not the one it was first assessed under.
+good="identity: {trusted_proxies: [127.0.0.1/32]}
+tiers:
+  - {name: public, rate: 0.2, burst: 3}
+  - {name: partner, rate: 100, burst: 1000, keys: [$("$GATE_BIN" --hash-key gold-key)]}
+caps: {max_features: 9}
+limits: {upstream_timeout: 1}"
+seen=$(/usr/bin/python3 - "$G2" "$(cat "$tmp/g2/gate.pid")" "$tmp/g2.yaml" "$good" <<'PY'
+import os, re, signal, socket, sys, time
+port, pid, conf, good = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.create_connection(('127.0.0.1', port), timeout=5)
+f = s.makefile('rb')
+def ask():
+    s.sendall(b'GET /collections/x/items?limit=5000 HTTP/1.1\r\nHost: x\r\nX-Api-Key: gold-key\r\n\r\n')
+    f.readline()
+    n = 0
+    while True:
+        h = f.readline().strip()
+        if not h:
+            break
+        if h.lower().startswith(b'content-length:'):
+            n = int(h.split(b':')[1])
+    m = re.search(rb'limit=(\d+)', f.read(n))
+    return m.group(1).decode() if m else '?'
+seen = [ask(), ask()]
+with open(conf, 'w') as c:
+    c.write(good + '\n')
+os.kill(pid, signal.SIGHUP)
+time.sleep(0.5)
+ask()  # read with the configuration current when its read began (before the reload)
+seen.append(ask())
+print(' '.join(seen))
+PY
+)
+check_eq "a request repeated on one connection is judged by the reloaded config" "7 7 9" "$seen"
 
 # Malformed and oversize requests: an answer, never a crash.
 resp=$(printf 'GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n' | timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$G1; cat >&3; head -1 <&3")
