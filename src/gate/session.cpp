@@ -197,6 +197,10 @@ void Session::on_read(beast::error_code ec) {
                          "invalid");
         return plain(400, "malformed HTTP request", "invalid");
     }
+    // The request is judged by the configuration in force when it arrived, not
+    // the one its connection held when it began to wait (a kept-alive
+    // connection idle across a reload would otherwise keep the old caps).
+    if (const auto& now = gate_.config(worker_); now != cfg_) cfg_ = now;
     req_ = parser_->release();
     ex_.method = std::string(req_.method_string());
     take_request_id(req_);
