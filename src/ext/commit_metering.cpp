@@ -32,9 +32,9 @@ extern "C" {
 //
 // What runs outside the passes and gaps here (queue set-up before the first
 // pass, deferrable UNIQUE rechecks, which run no executor pass at all) is the
-// COMMIT message's own unmetered work (message_metering.cpp). Not covered:
-// those of an implicit commit at Sync, and the deferred triggers of a
-// fast-path call's own implicit commit.
+// COMMIT message's own unmetered work (message_metering.cpp), and a fast-path
+// call's implicit commit is its message's too. Not covered: those of an
+// implicit commit at Sync.
 //
 // The commit itself, from the pre-commit callbacks to the commit callbacks,
 // is charged too when the transaction wrote (it has an xid): that is where the

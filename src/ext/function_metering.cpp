@@ -31,7 +31,8 @@ extern "C" {
 // refused fails and rolls back), timed, charged, cut off at its deadline.
 // Built-in functions never reach the function manager hook, so a fast-path
 // call of one is refused outright, except the large-object functions that
-// libpq's lo_* interface calls this way (their work is the bytes they move).
+// libpq's lo_* interface calls this way: their time is charged with the rest
+// of the message (message_metering.cpp), after the fact.
 // Calls inside a metered statement (its own AFTER triggers) are on its clock
 // already and pass through untouched. Client backends only: a logical
 // replication worker's triggers are not a client's work to refuse.

@@ -42,6 +42,13 @@ extern "C" {
 // Bind message is served, unset in Sync and Close); otherwise only the next
 // stamped message's own start is. After ReadyForQuery nothing continues.
 //
+// A fast-path call (libpq's PQfn) is one stamped message: its arguments'
+// conversion (a domain's CHECK runs there, built-in functions no hook times)
+// ends at its FunctionCallResponse, and its implicit commit (deferred
+// triggers, deferrable UNIQUE rechecks) runs between that answer and
+// ReadyForQuery with no client message in between, so the span continues to
+// ReadyForQuery.
+//
 // Not covered: work in a message with no stamp (a Sync's implicit commit
 // beyond its meters, a Close's portal drop); sending the bytes is the
 // client's time.
@@ -65,6 +72,7 @@ double waited_total = 0;
 double waited_at_mark = 0;
 TimestampTz error_at = 0;     // an ErrorResponse went out since the mark
 bool error_in_text = false;  // ... while a statement's text was being served
+bool fastpath_answered = false;  // the mark is a fast-path call's answer: its commit follows
 double pending_ms = 0;        // accounted for, not yet charged
 
 // A client backend with the shared table (fixed for the backend's life once
@@ -84,21 +92,23 @@ bool between_meters() {
 double metered() { return measured_so_far_ms() - spans_counted; }
 
 // The unmetered part of the current message up to `until` (0 when its
-// beginning is unknown). in_text: a statement's text is being served.
-double account(TimestampTz until, bool in_text) {
+// beginning is unknown). continues: the work after the mark belongs to the
+// message (a statement's text is being served, or a fast-path call commits).
+double account(TimestampTz until, bool continues) {
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     TimestampTz from = start;
     if (start == message) {
-        if (where == Mark::Closed || !in_text) return 0;
+        if (where == Mark::Closed || !continues) return 0;
         from = mark;
     }
     return static_cast<double>(until - from) / 1000.0 - (metered() - metered_at_mark) - (waited_total - waited_at_mark);
 }
 
-void restart(TimestampTz now, Mark at) {
+void restart(TimestampTz now, Mark at, bool fastpath) {
     message = GetCurrentStatementStartTimestamp();
     mark = now;
     where = at;
+    fastpath_answered = fastpath;
     metered_at_mark = metered();
     waited_at_mark = waited_total;
     error_at = 0;
@@ -182,6 +192,7 @@ void answered(char type) {
         case 'C':  // CommandComplete
         case 's':  // PortalSuspended
         case 'I':  // EmptyQueryResponse
+        case 'V':  // FunctionCallResponse
         case 'Z':  // ReadyForQuery
             break;
         default: return;
@@ -193,9 +204,12 @@ void answered(char type) {
         add_pending(account(now, debug_query_string != nullptr),
                     IsTransactionState() && !IsAbortedTransactionBlockState());
     } else if (error_at != 0) {
-        add_pending(account(error_at, error_in_text), false);  // what the failed message did until its error
+        // what the failed message did until its error
+        add_pending(account(error_at, error_in_text || fastpath_answered), false);
+    } else if (fastpath_answered) {
+        add_pending(account(GetCurrentTimestamp(), true), false);  // the call's commit
     }
-    restart(now, type == 'Z' ? Mark::Closed : Mark::Answered);
+    restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V');
 }
 
 int watched_putmessage(char type, const char* s, size_t len) {
