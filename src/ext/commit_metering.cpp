@@ -33,8 +33,8 @@ extern "C" {
 // What runs outside the passes and gaps here (queue set-up before the first
 // pass, deferrable UNIQUE rechecks, which run no executor pass at all) is the
 // COMMIT message's own unmetered work (message_metering.cpp), and a fast-path
-// call's implicit commit is its message's too. Not covered: those of an
-// implicit commit at Sync.
+// call's implicit commit is its message's too; a Sync's is charged by CPU
+// time there.
 //
 // The commit itself, from the pre-commit callbacks to the commit callbacks,
 // is charged too when the transaction wrote (it has an xid): that is where the

@@ -4,6 +4,8 @@
 #include "ext/settlement.hpp"
 #include "ext/sql_args.hpp"
 
+#include <ctime>
+
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
@@ -49,8 +51,17 @@ extern "C" {
 // ReadyForQuery with no client message in between, so the span continues to
 // ReadyForQuery.
 //
-// Not covered: work in a message with no stamp (a Sync's implicit commit
-// beyond its meters, a Close's portal drop); sending the bytes is the
+// A Sync carries no stamp, and the client may send it whenever it likes
+// (libpq's pipeline mode), so the wall time from the answer before it holds
+// the client's idle time. Its implicit commit still runs work no meter times
+// (deferrable UNIQUE rechecks: 300 000 of them were 400 ms). When an answer
+// leaves an implicit transaction that wrote (only a write queues that work),
+// the backend's CPU clock is read there and again at the ReadyForQuery that
+// follows: the CPU time between, less what the meters timed, is charged. An
+// idle backend uses none; what waits on the disk there is not counted.
+//
+// Not covered: a Close's portal drop outside such a transaction, and the
+// disk waits of a Sync's commit beyond its meters; sending the bytes is the
 // client's time.
 namespace ot::ext {
 namespace {
@@ -73,6 +84,8 @@ double waited_at_mark = 0;
 TimestampTz error_at = 0;     // an ErrorResponse went out since the mark
 bool error_in_text = false;  // ... while a statement's text was being served
 bool fastpath_answered = false;  // the mark is a fast-path call's answer: its commit follows
+bool cpu_marked = false;          // the mark left an implicit transaction that wrote
+double cpu_at_mark = 0;           // the backend's CPU time there, ms
 double pending_ms = 0;        // accounted for, not yet charged
 
 // A client backend with the shared table (fixed for the backend's life once
@@ -104,11 +117,27 @@ double account(TimestampTz until, bool continues) {
     return static_cast<double>(until - from) / 1000.0 - (metered() - metered_at_mark) - (waited_total - waited_at_mark);
 }
 
+double cpu_ms() {
+    timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// A Sync may commit work the answers did not see (above): an implicit
+// transaction with an xid. A statement inside a transaction block pays for
+// its commit in the COMMIT's own message, and a simple Query's last
+// statement has committed before its answer.
+bool commit_pending_at_sync() {
+    return GetTopTransactionIdIfAny() != InvalidTransactionId && !IsTransactionBlock();
+}
+
 void restart(TimestampTz now, Mark at, bool fastpath) {
     message = GetCurrentStatementStartTimestamp();
     mark = now;
     where = at;
     fastpath_answered = fastpath;
+    cpu_marked = at == Mark::Answered && !fastpath && commit_pending_at_sync();
+    if (cpu_marked) cpu_at_mark = cpu_ms();
     metered_at_mark = metered();
     waited_at_mark = waited_total;
     error_at = 0;
@@ -203,11 +232,15 @@ void answered(char type) {
         now = GetCurrentTimestamp();
         add_pending(account(now, debug_query_string != nullptr),
                     IsTransactionState() && !IsAbortedTransactionBlockState());
-    } else if (error_at != 0) {
-        // what the failed message did until its error
-        add_pending(account(error_at, error_in_text || fastpath_answered), false);
     } else if (fastpath_answered) {
-        add_pending(account(GetCurrentTimestamp(), true), false);  // the call's commit
+        // the call's commit, up to its error if it failed
+        add_pending(account(error_at != 0 ? error_at : GetCurrentTimestamp(), true), false);
+    } else if (cpu_marked && GetCurrentStatementStartTimestamp() == message) {
+        // only unstamped messages since the mark: a Sync's commit, failed or
+        // not, by its CPU time, what the meters timed taken out
+        add_pending(cpu_ms() - cpu_at_mark - (metered() - metered_at_mark), false);
+    } else if (error_at != 0) {
+        add_pending(account(error_at, error_in_text), false);  // what the failed message did until its error
     }
     restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V');
 }

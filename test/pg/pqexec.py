@@ -3,12 +3,15 @@
 driver does (Parse, Bind, Execute, Sync), and prints how long it took.
 
     pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] [--prepare-then-wait SECONDS [--times N]]
+    pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] --sync-after SECONDS
     pqexec.py CONNINFO QUERY_FILE --simple
 
 QUERY_FILE holds the statement; PARAM_FILE, if given, is sent as its one
 text parameter ($1). With --prepare-then-wait, the statement is prepared
 (PQprepare: Parse, Sync), the client waits, then executes it (PQexecPrepared)
-N times (1). With --simple, the statement goes as one Query message (PQexec),
+N times (1). With --sync-after, the statement goes in pipeline mode (Parse,
+Bind, Describe, Execute and a Flush), its result is read, and its Sync, where
+an implicit transaction commits, follows SECONDS later. With --simple, the statement goes as one Query message (PQexec),
 the simple protocol psql uses, timed without psql's own work on the answer.
 Prints "ok <ms>" or "error <SQLSTATE> <ms> <message>"; exit status 0 either way
 (2 when the connection fails). Uses libpq5 through ctypes: no driver needed.
@@ -29,6 +32,11 @@ def main():
     if "--times" in args:
         i = args.index("--times")
         times = int(args[i + 1])
+        del args[i:i + 2]
+    sync_after = None
+    if "--sync-after" in args:
+        i = args.index("--sync-after")
+        sync_after = float(args[i + 1])
         del args[i:i + 2]
     if "--prepare-then-wait" in args:
         i = args.index("--prepare-then-wait")
@@ -54,6 +62,11 @@ def main():
     lib.PQexecPrepared.restype = ctypes.c_void_p
     lib.PQexecPrepared.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
                                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    lib.PQsendQueryParams.argtypes = params_t
+    for name in ("PQenterPipelineMode", "PQflush", "PQpipelineSync", "PQsendFlushRequest"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p]
+    lib.PQgetResult.restype = ctypes.c_void_p
+    lib.PQgetResult.argtypes = [ctypes.c_void_p]
     lib.PQresultStatus.argtypes = [ctypes.c_void_p]
     lib.PQresultErrorField.restype = ctypes.c_char_p
     lib.PQresultErrorField.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -74,6 +87,36 @@ def main():
     start = time.monotonic()
     if simple:
         res = lib.PQexec(conn, query)
+    elif sync_after is not None:
+        lib.PQenterPipelineMode(conn)
+        lib.PQsendQueryParams(conn, query, n, None, values, None, None, 0)
+        lib.PQsendFlushRequest(conn)
+        lib.PQflush(conn)
+        # The statement has run when its result is here: the wait is idle.
+        res = lib.PQgetResult(conn)
+        if res is not None:
+            lib.PQgetResult(conn)  # the NULL that ends the statement's results
+        time.sleep(sync_after)
+        lib.PQpipelineSync(conn)
+        # Then PIPELINE_SYNC (10), or an error before it (the commit's): the
+        # first result that is not OK is kept.
+        nulls = 0
+        while nulls < 3:  # a broken connection answers NULL from then on
+            r = lib.PQgetResult(conn)
+            if r is None:
+                nulls += 1
+                continue
+            nulls = 0
+            status = lib.PQresultStatus(r)
+            if status == 10:
+                lib.PQclear(r)
+                break
+            if res is None or lib.PQresultStatus(res) in (1, 2):
+                if res is not None:
+                    lib.PQclear(res)
+                res = r
+            else:
+                lib.PQclear(r)
     elif wait is None:
         res = lib.PQexecParams(conn, query, n, None, values, None, None, 0)
     else:
