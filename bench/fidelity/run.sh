@@ -16,6 +16,9 @@
 # CALIBRATE=seed: first runs that seed's workload under the hook, fits the weights with
 # throttle_calibrate(true) and applies them (ogc_throttle.calibration = apply), so that the
 # estimate is the self-calibrated one, checked out of sample when the seeds differ.
+# TOPLEVEL=1: the measured time is that of each query run by a client as a top-level statement
+# (PostgreSQL's duration lines, median of 3 passes after a warm-up; toptime.py) instead of
+# EXPLAIN ANALYZE's execution time inside a DO block.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +31,7 @@ TWINS=${TWINS:-0}
 NT=${NT:-4}
 TIMING=${TIMING:-1}
 CALIBRATE=${CALIBRATE:-}
+TOPLEVEL=${TOPLEVEL:-0}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -97,6 +101,17 @@ echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of 3 EXPLAIN (ANAL
 t0=$(date +%s)
 sql -f "$work/measure.sql" >/dev/null || die "measure.sql failed"
 echo "# priced and timed in $(( $(date +%s) - t0 )) s"
+if [ "$TOPLEVEL" = 1 ]; then
+  t0=$(date +%s)
+  $PY "$here/toptime.py" gen "$work/queries.tsv" >"$work/toptime.sql" && chmod 644 "$work/toptime.sql" &&
+    sql -f "$work/toptime.sql" >/dev/null 2>"$work/toptime.err" || die "the top-level timing failed"
+  grep -v '^$' "$work/toptime.err" | head -5
+  $PY "$here/toptime.py" read "$C/server.log" >"$work/toptime.tsv" && chmod 644 "$work/toptime.tsv" ||
+    die "reading the duration lines failed"
+  sql -c "CREATE TABLE ftop (id int PRIMARY KEY, ms float8, runs float8[])" -c "\\copy ftop FROM '$work/toptime.tsv'" \
+    >/dev/null || die "loading the top-level timings failed"
+  echo "# top-level timing (TOPLEVEL=1): $(wc -l <"$work/toptime.tsv") queries, median of 3 duration lines after a warm-up pass ($(( $(date +%s) - t0 )) s)"
+fi
 
 # Charged: each query as a top-level statement under the hook in reject mode
 # with a budget nothing exhausts, then the metering's account of it.
@@ -118,7 +133,16 @@ fi
 sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, r.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) ORDER BY q.id" \
   >"$work/results.tsv" || die "reading results failed"
 [ -n "${KEEP:-}" ] && { mkdir -p "$KEEP"; cp "$work/results.tsv" "$work/queries.tsv" "$KEEP/"; }
+[ "$TOPLEVEL" = 1 ] && echo "### measured: EXPLAIN (ANALYZE) execution time"
 $PY "$here/analyze.py" "$work/results.tsv" ${FIT:+--fit}
+if [ "$TOPLEVEL" = 1 ]; then
+  sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN ftop t USING (id) ORDER BY q.id" \
+    >"$work/results_top.tsv" || die "reading results failed"
+  [ -n "${KEEP:-}" ] && cp "$work/results_top.tsv" "$KEEP/"
+  echo
+  echo "### measured: the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
+  $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit}
+fi
 fi
 
 # Charged against measured, and the disguised twins: statements of a login role whose budget

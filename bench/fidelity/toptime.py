@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Times the workload as top-level statements (run.sh's TOPLEVEL=1), the way a client runs them.
+
+usage: toptime.py gen QUERIES_TSV > toptime.sql
+       toptime.py read SERVER_LOG > toptime.tsv      (id, median ms, runs)
+
+measure.sql times each query with EXPLAIN (ANALYZE) inside a DO block: that leaves out parsing,
+planning, sending the rows and the implicit commit, and a plan made inside PL/pgSQL's EXECUTE is
+not always the one a client's statement gets (a LIMIT page took 19.8 ms there and 0.02-0.1 ms run
+by a client). The metering charges what a client's statement takes, and calibration fits its
+samples, so the estimate is judged here against the same thing: PostgreSQL's own
+"duration: ... statement: /*fidt:<id>:<pass>*/ ..." lines (log_min_duration_statement = 0 in the
+session, the hook off), a warm-up pass and then three passes in the orders measure.sql uses, the
+median of the three per query.
+"""
+import re
+import sys
+
+from rankstats import quantile
+
+ORDERS = (389, 577, 811)  # as measure.sql: id*k mod 1009 is a permutation for k < 1009
+
+
+def gen(path):
+    qs = []
+    for line in open(path):
+        i, _, sql = line.rstrip("\n").split("\t", 2)
+        qs.append((int(i), sql))
+    print("\\set ON_ERROR_STOP 0")
+    print("SET ogc_throttle.mode = 'off';")
+    print("SET statement_timeout = '120s';")
+    print("SET log_min_duration_statement = 0;")
+    print("\\o /dev/null")
+    for p, k in enumerate((1,) + ORDERS):  # pass 0: the warm-up, in id order (not read)
+        for i, sql in sorted(qs, key=lambda q: (q[0] * k) % 1009):
+            print("/*fidt:%d:%d*/ %s;" % (i, p, sql))
+
+
+DUR = re.compile(r"duration: ([0-9.]+) ms  statement: /\*fidt:(\d+):(\d+)\*/")
+
+
+def read(log_path):
+    runs = {}
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            m = DUR.search(line)
+            if m and m.group(3) != "0":
+                runs.setdefault(int(m.group(2)), []).append(float(m.group(1)))
+    for i in sorted(runs):
+        print("%d\t%r\t{%s}" % (i, quantile(runs[i], 0.5), ",".join(repr(x) for x in runs[i])))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "gen":
+        gen(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "read":
+        read(sys.argv[2])
+    else:
+        sys.exit(__doc__)
