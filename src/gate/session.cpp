@@ -174,6 +174,11 @@ void Session::begin_exchange() {
     // a minted id is 32 characters, an allocation per request otherwise.
     std::string rid = std::move(ex_.request_id);
     rid.clear();
+    // The last answer's header pairs (a refusal's follow its Cache-Control),
+    // which the next rate-limit set is written into (decide()).
+    HeaderList& said = ex_.decision.forward ? ex_.decision.headers : ex_.decision.response.headers;
+    if (!said.empty() && said.front().first == "Cache-Control") said.erase(said.begin());
+    spare_headers_ = std::move(said);
     ex_ = Exchange{};
     ex_.request_id = std::move(rid);
     ex_.started = Clock::now();
@@ -327,7 +332,7 @@ void Session::decided(const HttpIn& in, const HeaderList& headers, const Identit
                       const std::optional<core::SpendResult>& spent) {
     const Config& c = *cfg_;
     const Tier& tier = c.tier(id.tier);
-    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr);
+    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr, &spare_headers_);
     if (!ex_.decision.forward) {
         const Response& r = ex_.decision.response;
         return respond(r.status, r.content_type, r.body, r.headers);

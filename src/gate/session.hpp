@@ -218,6 +218,7 @@ private:
     // buffers serve the next request on the connection.
     HttpIn in_;
     HeaderList in_headers_;
+    HeaderList spare_headers_;  // see begin_exchange()
     Assessment last_assessment_;
     bool have_last_ = false;  // last_assessment_ is that of last_in_ under last_cfg_
     bool assessed_ = false;   // ex_.assessment is that of last_in_ under last_cfg_
