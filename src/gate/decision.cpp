@@ -32,14 +32,23 @@ long long ceil_at_least(double v, long long floor_value) {
     return c < static_cast<double>(floor_value) ? floor_value : static_cast<long long>(c);
 }
 
-Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict) {
+// With `rate_limit`, the answer's headers are that list (in its own vector)
+// after the Cache-Control.
+Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict,
+                HeaderList* rate_limit = nullptr) {
     Decision d;
     Rendered r = render_refusal(a, e, c);
     d.response.status = r.status;
     d.response.content_type = std::move(r.content_type);
     d.response.body = std::move(r.body);
-    d.response.headers.reserve(8);  // and the rate-limit set, at most
-    d.response.headers.emplace_back("Cache-Control", "no-store");
+    if (rate_limit) {
+        d.response.headers = std::move(*rate_limit);
+        d.response.headers.reserve(8);  // and a Retry-After: kept by the connection for its next answer
+        d.response.headers.emplace(d.response.headers.begin(), "Cache-Control", "no-store");
+    } else {
+        d.response.headers.reserve(8);  // and the rate-limit set, at most
+        d.response.headers.emplace_back("Cache-Control", "no-store");
+    }
     d.verdict = std::move(verdict);
     return d;
 }
@@ -203,9 +212,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                " units of the '" + tier.name +
                                "' tier, so it can never succeed: waiting will not help. Ask for a smaller area, "
                                "size or count."};
-                Decision n = refuse(a, e, c, "never_fits");
-                for (auto& h : rl) n.response.headers.push_back(std::move(h));
-                return n;
+                return refuse(a, e, c, "never_fits", &rl);
             }
             verdict = "shadow_never_fits";
         } else if (spent->outcome == core::SpendOutcome::Refused) {
@@ -224,8 +231,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                 text += std::to_string(retry);
                 text += " s, or send fewer or smaller requests.";
                 OgcError e{ErrorKind::RateLimited, "NoApplicableCode", "", std::move(text)};
-                Decision n = refuse(a, e, c, "throttled");
-                for (auto& h : rl) n.response.headers.push_back(std::move(h));
+                Decision n = refuse(a, e, c, "throttled", &rl);
                 n.response.headers.push_back({"Retry-After", std::to_string(retry)});
                 return n;
             }
