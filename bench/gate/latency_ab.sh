@@ -13,6 +13,7 @@ ROUNDS=${ROUNDS:-3} SLICES=${SLICES:-10} SLICE=${SLICE:-1} GATE_THREADS=${GATE_T
 P_STATIC=18990 P_PROXY=18991 P_OLD=18992 P_OLD_A=18993 P_NEW=18994 P_NEW_A=18995
 for b in nginx wrk curl; do command -v "$b" >/dev/null || { echo "needs $b" >&2; exit 1; }; done
 . "$root/bench/gate/lib/static_upstream.sh"
+. "$root/bench/gate/lib/nginx_peer.sh"
 . "$root/test/gate/lib/gate.sh"
 tmp=$(mktemp -d)
 cleanup() {
@@ -23,17 +24,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 static_upstream "$tmp" "$P_STATIC" || exit 1
-mkdir -p "$tmp/peer/ngx"; chmod 755 "$tmp/peer"
-cat >"$tmp/peer/nginx.conf" <<CONF
-worker_processes 1; pid $tmp/peer/nginx.pid; error_log $tmp/peer/nginx.err warn;
-events { worker_connections 4096; }
-http { keepalive_requests 1000000; client_body_temp_path $tmp/peer/ngx/body; proxy_temp_path $tmp/peer/ngx/proxy;
-  fastcgi_temp_path $tmp/peer/ngx/fcgi; uwsgi_temp_path $tmp/peer/ngx/uwsgi; scgi_temp_path $tmp/peer/ngx/scgi;
-  upstream static { server 127.0.0.1:$P_STATIC; keepalive 64; }
-  server { listen 127.0.0.1:$P_PROXY; access_log $tmp/peer/access.log;
-           location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; } } }
-CONF
-nginx -c "$tmp/peer/nginx.conf" -p "$tmp/peer" || exit 1
+nginx_peer "$tmp/peer" "$P_STATIC" "$P_PROXY" || exit 1
 for i in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$P_STATIC/tile.png" && break; sleep 0.1; done
 GATE_BIN=$OLD gate_start "$tmp/old" "$P_OLD" "$P_OLD_A" "http://127.0.0.1:$P_STATIC" --threads "$GATE_THREADS" --burst 1e9 --rate 1e9 || exit 1
 GATE_BIN=$NEW gate_start "$tmp/new" "$P_NEW" "$P_NEW_A" "http://127.0.0.1:$P_STATIC" --threads "$GATE_THREADS" --burst 1e9 --rate 1e9 || exit 1

@@ -13,6 +13,7 @@ BINS=${BINS:-$root/bin/ogc-gate} SECS=${SECS:-3} GATE_THREADS=${GATE_THREADS:-2}
 P_STATIC=18980 P_LIMIT=18981 P_PROXY=18982 P_GREJ=18983 P_GREJ_A=18984 P_GPASS=18985 P_GPASS_A=18986
 for b in nginx wrk curl strace; do command -v "$b" >/dev/null || { echo "needs $b" >&2; exit 1; }; done
 . "$root/bench/gate/lib/static_upstream.sh"
+. "$root/bench/gate/lib/nginx_peer.sh"
 . "$root/test/gate/lib/gate.sh"
 tmp=$(mktemp -d)
 cleanup() {
@@ -23,20 +24,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 static_upstream "$tmp" "$P_STATIC" || exit 1
-mkdir -p "$tmp/peer/ngx"; chmod 755 "$tmp/peer"
-cat >"$tmp/peer/nginx.conf" <<CONF
-worker_processes 1; pid $tmp/peer/nginx.pid; error_log $tmp/peer/nginx.err warn;
-events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000; client_body_temp_path $tmp/peer/ngx/body; proxy_temp_path $tmp/peer/ngx/proxy;
-  fastcgi_temp_path $tmp/peer/ngx/fcgi; uwsgi_temp_path $tmp/peer/ngx/uwsgi; scgi_temp_path $tmp/peer/ngx/scgi;
-  limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/m;
-  upstream static { server 127.0.0.1:$P_STATIC; keepalive 64; }
-  server { listen 127.0.0.1:$P_LIMIT; root $tmp/www; access_log $tmp/peer/access.log;
-           location / { limit_req zone=one nodelay; limit_req_status 429; } }
-  server { listen 127.0.0.1:$P_PROXY; access_log $tmp/peer/access.log;
-           location / { proxy_pass http://static; proxy_http_version 1.1; proxy_set_header Connection ""; } } }
-CONF
-nginx -c "$tmp/peer/nginx.conf" -p "$tmp/peer" || exit 1
+nginx_peer "$tmp/peer" "$P_STATIC" "$P_PROXY" "$P_LIMIT" "$tmp/www" || exit 1
 MAP="/tile.png?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities"
 for i in $(seq 1 50); do curl -fs -o /dev/null "http://127.0.0.1:$P_STATIC/tile.png" && break; sleep 0.1; done
 curl -s -o /dev/null "http://127.0.0.1:$P_LIMIT$MAP"  # spends nginx's one request a minute

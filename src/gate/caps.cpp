@@ -196,7 +196,8 @@ void check_zoom(const OgcRequest& r, const Caps& caps, CapOutcome& out) {
 CapOutcome apply_caps(const OgcRequest& r, const HttpIn& in, const Caps& caps) {
     CapOutcome out;
     if (!r.problem.empty()) {
-        out.error = bad(r.problem_code, r.problem_locator, r.problem + ".");
+        out.error = bad(r.problem_code.empty() ? std::string("InvalidParameterValue") : r.problem_code,
+                        r.problem_locator, r.problem + ".");
         return out;
     }
     if (!r.cgi_param.empty() && !caps.mapserver_cgi) {

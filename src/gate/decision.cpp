@@ -32,14 +32,23 @@ long long ceil_at_least(double v, long long floor_value) {
     return c < static_cast<double>(floor_value) ? floor_value : static_cast<long long>(c);
 }
 
-Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict) {
+// With `rate_limit`, the answer's headers are that list (in its own vector)
+// after the Cache-Control.
+Decision refuse(const Assessment& a, const OgcError& e, const Config& c, std::string verdict,
+                HeaderList* rate_limit = nullptr) {
     Decision d;
     Rendered r = render_refusal(a, e, c);
     d.response.status = r.status;
     d.response.content_type = std::move(r.content_type);
     d.response.body = std::move(r.body);
-    d.response.headers.reserve(8);  // and the rate-limit set, at most
-    d.response.headers.emplace_back("Cache-Control", "no-store");
+    if (rate_limit) {
+        d.response.headers = std::move(*rate_limit);
+        d.response.headers.reserve(8);  // and a Retry-After: kept by the connection for its next answer
+        d.response.headers.emplace(d.response.headers.begin(), "Cache-Control", "no-store");
+    } else {
+        d.response.headers.reserve(8);  // and the rate-limit set, at most
+        d.response.headers.emplace_back("Cache-Control", "no-store");
+    }
     d.verdict = std::move(verdict);
     return d;
 }
@@ -83,17 +92,23 @@ HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s)
 }
 
 HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double remaining, double reset_s) {
+    HeaderList h;
+    ratelimit_headers_into(h, policy, b, remaining, reset_s);
+    return h;
+}
+
+void ratelimit_headers_into(HeaderList& h, std::string_view policy, core::Budget b, double remaining, double reset_s) {
     const auto q = static_cast<long long>(std::floor(b.capacity));
     const long long w = ceil_at_least(b.capacity / b.rate, 1);
     const auto r = static_cast<long long>(std::floor(remaining < 0 ? 0 : remaining));
     const long long t = ceil_at_least(reset_s, 0);
     // '"<policy>";<k1>=<v1>;<k2>=<v2>', sized once and filled in place.
-    const auto item = [policy](char k1, long long v1, char k2, long long v2) {
+    const auto item = [policy](std::string& s, char k1, long long v1, char k2, long long v2) {
         char n1[24], n2[24];
         const auto e1 = std::to_chars(n1, n1 + sizeof n1, v1).ptr;
         const auto e2 = std::to_chars(n2, n2 + sizeof n2, v2).ptr;
         const auto l1 = static_cast<std::size_t>(e1 - n1), l2 = static_cast<std::size_t>(e2 - n2);
-        std::string s(policy.size() + 8 + l1 + l2, '\0');
+        s.assign(policy.size() + 8 + l1 + l2, '\0');
         char* p = s.data();
         *p++ = '"';
         std::memcpy(p, policy.data(), policy.size());
@@ -108,16 +123,24 @@ HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double rem
         *p++ = k2;
         *p++ = '=';
         std::memcpy(p, n2, l2);
-        return s;
     };
-    HeaderList h;
-    h.reserve(5);
-    h.emplace_back("RateLimit-Policy", item('q', q, 'w', w));
-    h.emplace_back("RateLimit", item('r', r, 't', t));
-    h.emplace_back("X-RateLimit-Limit", std::to_string(q));
-    h.emplace_back("X-RateLimit-Remaining", std::to_string(r));
-    h.emplace_back("X-RateLimit-Reset", std::to_string(t));
-    return h;
+    const auto number = [](std::string& s, long long v) {
+        char n[24];
+        s.assign(n, std::to_chars(n, n + sizeof n, v).ptr);
+    };
+    // Assigned into the pairs already there: their strings keep their buffers.
+    if (h.size() > 5) h.erase(h.begin() + 5, h.end());
+    h.resize(5);
+    h[0].first.assign("RateLimit-Policy");
+    item(h[0].second, 'q', q, 'w', w);
+    h[1].first.assign("RateLimit");
+    item(h[1].second, 'r', r, 't', t);
+    h[2].first.assign("X-RateLimit-Limit");
+    number(h[2].second, q);
+    h[3].first.assign("X-RateLimit-Remaining");
+    number(h[3].second, r);
+    h[4].first.assign("X-RateLimit-Reset");
+    number(h[4].second, t);
 }
 
 namespace {
@@ -164,7 +187,8 @@ Decision refuse_cell(const Assessment& a, const Tier& tier, const CellSpend& cel
 }  // namespace
 
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
-                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell) {
+                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell,
+                HeaderList* spare) {
     const OgcRequest& r = a.req;
     Decision d;
     if (a.caps.error && !c.shadow)
@@ -178,7 +202,8 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
         const bool cell_refused = spent->outcome == core::SpendOutcome::Allowed && cell && tier.cells &&
                                   cell->spent.outcome != core::SpendOutcome::Allowed;
         if (cell_refused && !c.shadow) return refuse_cell(a, tier, *cell, c);
-        rl = ratelimit_headers(tier, spent->remaining, spent->reset_after_s);
+        if (spare) rl = std::move(*spare);
+        ratelimit_headers_into(rl, tier.name, tier.budget, spent->remaining, spent->reset_after_s);
         if (spent->outcome == core::SpendOutcome::NeverFits) {
             if (!c.shadow) {
                 OgcError e{ErrorKind::NeverFits, "InvalidParameterValue", "",
@@ -187,9 +212,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                                " units of the '" + tier.name +
                                "' tier, so it can never succeed: waiting will not help. Ask for a smaller area, "
                                "size or count."};
-                Decision n = refuse(a, e, c, "never_fits");
-                for (auto& h : rl) n.response.headers.push_back(std::move(h));
-                return n;
+                return refuse(a, e, c, "never_fits", &rl);
             }
             verdict = "shadow_never_fits";
         } else if (spent->outcome == core::SpendOutcome::Refused) {
@@ -208,8 +231,7 @@ Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
                 text += std::to_string(retry);
                 text += " s, or send fewer or smaller requests.";
                 OgcError e{ErrorKind::RateLimited, "NoApplicableCode", "", std::move(text)};
-                Decision n = refuse(a, e, c, "throttled");
-                for (auto& h : rl) n.response.headers.push_back(std::move(h));
+                Decision n = refuse(a, e, c, "throttled", &rl);
                 n.response.headers.push_back({"Retry-After", std::to_string(retry)});
                 return n;
             }

@@ -53,8 +53,12 @@ struct CellSpend {
 
 // `spent` is the bucket's answer for this identity and cost (absent when the
 // bucket was not consulted); `cell` the area budget's, when it was asked.
+// `spare`, when given, is a header list whose pairs the rate-limit set is
+// written into (a connection hands in its previous answer's): the same headers,
+// without allocating their strings again.
 Decision decide(const HttpIn& in, const Assessment& a, const Tier& tier,
-                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell = nullptr);
+                const std::optional<core::SpendResult>& spent, const Config& c, const CellSpend* cell = nullptr,
+                HeaderList* spare = nullptr);
 
 // A refusal in the client's protocol: OGC exception document, problem JSON,
 // plain text, or for a WMS GetMap with EXCEPTIONS=INIMAGE/BLANK an image.
@@ -64,5 +68,7 @@ Rendered render_refusal(const Assessment& a, const OgcError& e, const Config& c)
 HeaderList ratelimit_headers(const Tier& tier, double remaining, double reset_s);
 // The same for any named budget (the area budget is "<tier>.cell").
 HeaderList ratelimit_headers(std::string_view policy, core::Budget b, double remaining, double reset_s);
+// The same set written into `h`, whatever it held, reusing its pairs' strings.
+void ratelimit_headers_into(HeaderList& h, std::string_view policy, core::Budget b, double remaining, double reset_s);
 
 }  // namespace ot::gate

@@ -127,7 +127,9 @@ struct OgcRequest {
     bool known_service_value = true;  // SERVICE named one the gate knows (or none)
 
     std::string problem;  // non-empty: the request cannot be understood
-    std::string problem_code = "InvalidParameterValue";
+    // The OGC exception code of `problem`; empty means "InvalidParameterValue" (a
+    // default string of 21 characters cost every request's reset an allocation).
+    std::string problem_code;
     std::string problem_locator;
 };
 

@@ -27,15 +27,15 @@ bool valid_request_id(std::string_view s) {
     return true;
 }
 
-std::string mint_request_id() {
+// Into `id`, whose buffer a kept-alive connection keeps from its previous request.
+void mint_request_id(std::string& id) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     static constexpr char kHex[] = "0123456789abcdef";
-    std::string id(32, '0');
+    id.assign(32, '0');
     for (int half = 0; half < 2; ++half) {
         std::uint64_t v = rng();
         for (int i = 15; i >= 0; --i, v >>= 4) id[static_cast<std::size_t>(half * 16 + i)] = kHex[v & 0xf];
     }
-    return id;
 }
 
 // Everything assess() reads of a request.
@@ -155,8 +155,10 @@ void Session::read_rest() {
 
 void Session::take_request_id(const http::fields& f) {
     const auto incoming = f["X-Request-Id"];
-    ex_.request_id = valid_request_id(std::string_view(incoming.data(), incoming.size())) ? std::string(incoming)
-                                                                                          : mint_request_id();
+    if (valid_request_id(std::string_view(incoming.data(), incoming.size())))
+        ex_.request_id.assign(incoming.data(), incoming.size());
+    else
+        mint_request_id(ex_.request_id);
 }
 
 // A fresh slate per request on a kept-alive connection: one assignment.
@@ -168,7 +170,17 @@ void Session::begin_exchange() {
         have_last_ = true;
         assessed_ = false;
     }
+    // Every field starts afresh; only the request id's buffer is kept (emptied):
+    // a minted id is 32 characters, an allocation per request otherwise.
+    std::string rid = std::move(ex_.request_id);
+    rid.clear();
+    // The last answer's header pairs (a refusal's follow its Cache-Control),
+    // which the next rate-limit set is written into (decide()).
+    HeaderList& said = ex_.decision.forward ? ex_.decision.headers : ex_.decision.response.headers;
+    if (!said.empty() && said.front().first == "Cache-Control") said.erase(said.begin());
+    spare_headers_ = std::move(said);
     ex_ = Exchange{};
+    ex_.request_id = std::move(rid);
     ex_.started = Clock::now();
     gate_.inflight(worker_)++;
     ex_.counted = true;
@@ -188,7 +200,7 @@ void Session::on_read(beast::error_code ec) {
             take_request_id(parser_->get());
             ex_.method = std::string(parser_->get().method_string());
         } else {
-            ex_.request_id = mint_request_id();
+            mint_request_id(ex_.request_id);
         }
         if (ec == http::error::body_limit)
             return plain(413, "request body larger than " + std::to_string(cfg_->limits.body_bytes) + " bytes", "invalid");
@@ -216,15 +228,14 @@ void Session::on_read(beast::error_code ec) {
     handle();
 }
 
-// Every Cookie header, joined as MapServer's CGI environment sees them.
-std::string Session::cookies() const {
-    std::string c;
+// Every Cookie header, joined as MapServer's CGI environment sees them, into c.
+void Session::cookies(std::string& c) const {
+    c.clear();
     for (const auto& f : req_)
         if (f.name() == http::field::cookie) {
             if (!c.empty()) c += "; ";
             c.append(f.value().data(), f.value().size());
         }
-    return c;
 }
 
 void Session::handle() {
@@ -248,8 +259,18 @@ void Session::handle() {
         return respond(405, "text/plain; charset=utf-8", "method not allowed\n", {{"Allow", kAllow}});
     }
 
-    HttpIn in{std::string(req_.method_string()), std::string(target), std::string(req_[http::field::content_type]),
-              req_.body(), cookies()};
+    // The request's parts and header copies go into the connection's own
+    // strings, whose buffers the previous request left: no allocation for a
+    // request no longer than the one before (a path with its query is past the
+    // short-string size). Nothing holds them past this request: the shared
+    // store's callback below takes copies.
+    HttpIn& in = in_;
+    in.method.assign(req_.method_string().data(), req_.method_string().size());
+    in.target.assign(target.data(), target.size());
+    const auto content_type = req_[http::field::content_type];
+    in.content_type.assign(content_type.data(), content_type.size());
+    in.body.assign(req_.body());
+    cookies(in.cookie);
     if (in.target.empty() || in.target[0] != '/')
         return plain(400, "only origin-form request targets are accepted", "invalid");
     const Config& c = *cfg_;
@@ -262,9 +283,15 @@ void Session::handle() {
     }
     have_last_ = false;
     assessed_ = true;
-    HeaderList headers;
-    headers.reserve(static_cast<std::size_t>(std::distance(req_.begin(), req_.end())));
-    for (const auto& f : req_) headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    HeaderList& headers = in_headers_;
+    std::size_t n = 0;
+    for (const auto& f : req_) {
+        if (n == headers.size()) headers.emplace_back();
+        headers[n].first.assign(f.name_string().data(), f.name_string().size());
+        headers[n].second.assign(f.value().data(), f.value().size());
+        ++n;
+    }
+    headers.erase(headers.begin() + static_cast<std::ptrdiff_t>(n), headers.end());
     const Identity id = identify(headers, peer_, c);
     ex_.identity_hash = id.hash;
     ex_.tier = id.tier;
@@ -305,7 +332,7 @@ void Session::decided(const HttpIn& in, const HeaderList& headers, const Identit
                       const std::optional<core::SpendResult>& spent) {
     const Config& c = *cfg_;
     const Tier& tier = c.tier(id.tier);
-    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr);
+    ex_.decision = decide(in, ex_.assessment, tier, spent, c, ex_.cell ? &*ex_.cell : nullptr, &spare_headers_);
     if (!ex_.decision.forward) {
         const Response& r = ex_.decision.response;
         return respond(r.status, r.content_type, r.body, r.headers);

@@ -140,7 +140,7 @@ private:
     // The store's refusal cache for a request with an area budget: answered
     // (true) when the address or the cell is known to refuse.
     bool cached_cell_refusal(const HttpIn& in, const HeaderList& headers, const Identity& id, BucketStore& store);
-    std::string cookies() const;
+    void cookies(std::string& c) const;
     void plain(int status, const std::string& text, const std::string& verdict);
     void respond(int status, std::string_view type, std::string_view body, const HeaderList& headers);
     bool compose(int status, std::string_view type, std::string_view body, const HeaderList& headers);
@@ -214,6 +214,11 @@ private:
     // so a reload can never be mistaken for the configuration it replaced.
     std::shared_ptr<const Config> last_cfg_;
     HttpIn last_in_;
+    // The current request's parts and header copies (handle()), kept so their
+    // buffers serve the next request on the connection.
+    HttpIn in_;
+    HeaderList in_headers_;
+    HeaderList spare_headers_;  // see begin_exchange()
     Assessment last_assessment_;
     bool have_last_ = false;  // last_assessment_ is that of last_in_ under last_cfg_
     bool assessed_ = false;   // ex_.assessment is that of last_in_ under last_cfg_

@@ -190,7 +190,7 @@ check_eq "/readyz is 503 when the upstream is down" 503 "$(curl -s -o /dev/null 
 check_eq "/livez stays 200" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$G3/livez")"
 # Upstream failures are refunded 90 %: it takes ~20 of them to empty 2 units.
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$G3/$CAPS"; done
-check "shadow mode never refuses (no 429) but logs the verdict" grep -q '"verdict":"shadow_throttled"' "$tmp/g3/gate.log"
+check "shadow mode never refuses (no 429) but logs the verdict" gate_log_wait "$tmp/g3/gate.log" '"verdict":"shadow_throttled"'
 check "shadow mode: no 429 was sent" bash -c "! grep -q '\"status\":429' '$tmp/g3/gate.log'"
 
 # SIGTERM drains: an in-flight request completes, then the gate exits.

@@ -112,7 +112,7 @@ check "(why 200) with HTTP 400, ogrinfo shows only the status, not the reason" \
 # --- GDAL, OGC API Features (MapServer's /demo/ogcapi) ------------------------
 n=$(ogrinfo -ro -al -q -oo PAGE_SIZE=5000 "OAPIF:http://127.0.0.1:$GATE/demo/ogcapi" pts 2>/dev/null | grep -c '^OGRFeature(')
 check_eq "ogrinfo OAPIF with limit=5000: clamped to 100 per page, all 500 read via next links" 500 "$n"
-check "... the gate logged the clamp" grep -q '"note":"clamped limit 5000->100"' "$tmp/g/gate.log"
+check "... the gate logged the clamp" gate_log_wait "$tmp/g/gate.log" '"note":"clamped limit 5000->100"'
 
 # --- OWSLib ------------------------------------------------------------------
 owslib() {  # port -> one line per case: "<case> <outcome>: <message>"

@@ -44,6 +44,7 @@ check_eq "... and all 25 got the same image" 1 "$(md5sum "$tmp"/s*.png | awk '{p
 check "... a PNG" bash -c "head -c 4 '$tmp/s1.png' | grep -q PNG"
 curl -s -o "$tmp/direct.png" "http://127.0.0.1:$MS/?$Q&BBOX=30,-11,46,31"
 check "... byte-identical to MapServer's own answer" cmp -s "$tmp/direct.png" "$tmp/s25.png"
+gate_log_wait "$tmp/g/gate.log" '"coalesced":true' 24  # lines are written after the answers
 check "waiters are logged as coalesced" bash -c "[ \$(grep -c '\"coalesced\":true' '$tmp/g/gate.log') = 24 ]"
 check "metrics count coalesced requests" grep -q '^ogc_gate_coalesced_total 24$' <(curl -s "http://127.0.0.1:$ADMIN/metrics")
 before=$(upstream_calls 'BBOX=30,-11,46,31')  # the stampede's call and the direct one

@@ -219,3 +219,33 @@ TEST(Config, ProblemsFound) {
     d.tiers[0].budget.rate = 0;
     EXPECT_NE(config_problem(d), "");
 }
+
+// A connection hands decide() its previous answer's header pairs to write the
+// rate-limit set into: whatever they held, the answer is the same as without.
+TEST(Decide, SpareHeaderListGivesTheSameHeaders) {
+    Config c;
+    HttpIn in{"GET", kMap, "", ""};
+    auto a = assess(in, c);
+    const SpendResult pass{SpendOutcome::Allowed, 0, 990.4, 0, 0.1};
+    const SpendResult refused{SpendOutcome::Refused, 0, 0.4, 2.2, 9.0};
+    const SpendResult never{SpendOutcome::NeverFits, 0, 12.0, 0, 0};
+    const std::vector<HeaderList> spares{
+        {},
+        {{"a", "b"}},
+        {{"Cache-Control", "no-store"}, {"a-rather-long-header-name", std::string(100, 'x')}},
+        HeaderList(9, {"X-Some-Long-Header-Name", "a value longer than sixteen bytes"}),
+        ratelimit_headers("another-tier.cell", {5, 0.5}, 1, 2),
+    };
+    for (const SpendResult& s : {pass, refused, never})
+        for (HeaderList spare : spares) {
+            const Decision plain = decide(in, a, c.tiers[0], s, c);
+            const Decision reused = decide(in, a, c.tiers[0], s, c, nullptr, &spare);
+            EXPECT_EQ(plain.headers, reused.headers);
+            EXPECT_EQ(plain.response.headers, reused.response.headers);
+            EXPECT_EQ(plain.response.body, reused.response.body);
+            EXPECT_EQ(plain.verdict, reused.verdict);
+        }
+    HeaderList h(7, {"Retry-After", "1"});
+    ratelimit_headers_into(h, "public", {1000, 100}, 990.4, 0.1);
+    EXPECT_EQ(h, ratelimit_headers("public", {1000, 100}, 990.4, 0.1));
+}

@@ -45,7 +45,7 @@ check_eq "other classes are not limited" 200 "$wfs"
 check_eq "after the slot is free a GetMap passes again" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$(map / 0.4)")"
 m=$(curl -s "http://127.0.0.1:$A1/metrics")
 check "metrics: rejections per concurrency class" grep -q '^ogc_gate_concurrency_rejected_total{class="map"} 2' <<<"$m"
-check "log names the verdict busy" grep -q '"verdict":"busy"' "$tmp/g1/gate.log"
+check "log names the verdict busy" gate_log_wait "$tmp/g1/gate.log" '"verdict":"busy"'
 
 # 2. A 40 MB body streams through: peak RSS grows by far less than the body.
 gate_start "$tmp/g2" "$G2" "$A2" "http://127.0.0.1:$ECHO" --burst 100000 --rate 10000 || not_ok "gate 2 starts"
@@ -138,7 +138,7 @@ r1=$(rem /plain)
 check "after a 304 (charged 10, refunded 9) the next request sees 89 left (got $r1)" [ "$r1" -ge 88 ] && [ "$r1" -le 89 ]
 r2=$(rem /plain)
 check "a 200 is charged in full: 10 less again (got $r2)" [ "$r2" -ge 78 ] && [ "$r2" -le 79 ]
-check "the refund is logged" grep -q '"refunded":9' "$tmp/g3/gate.log"
+check "the refund is logged" gate_log_wait "$tmp/g3/gate.log" '"refunded":9'
 check "metrics count refunded cost" grep -qE '^ogc_gate_cost_refunded_total\{class="other"\} 9' <(curl -s "http://127.0.0.1:$A3/metrics")
 
 # 5. EXCEPTIONS=INIMAGE / BLANK: a throttled GetMap answered with a picture of the size asked.
@@ -183,7 +183,7 @@ check_eq "a GET on a pooled connection the upstream closed is retried on a fresh
 sleep 6
 check_eq "a POST looks first and takes a fresh connection" 200 \
   "$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: text/xml' --data-binary '<GetCapabilities service="WFS"/>' "http://127.0.0.1:$G4/")"
-check "... the GET's retry is logged" grep -q '"upstream_retried":true' "$tmp/g4/gate.log"
+check "... the GET's retry is logged" gate_log_wait "$tmp/g4/gate.log" '"upstream_retried":true'
 check "... neither counted as an upstream failure" grep -q '^ogc_gate_upstream_failures_total 0$' <(curl -s "http://127.0.0.1:$A4/metrics")
 ms_stop "$tmp/ms"
 

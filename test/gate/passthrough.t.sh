@@ -75,7 +75,7 @@ check "valid incoming X-Request-Id echoed" grep -qi '^X-Request-Id: test-abc.123
 hdr=$(curl -s -D - -o /dev/null -H 'X-Request-Id: bad id <script>' "http://127.0.0.1:$GATE/?SERVICE=WMS&REQUEST=GetCapabilities")
 rid=$(sed -nE 's/^[Xx]-[Rr]equest-[Ii]d: ([0-9a-f]+)\r?$/\1/p' <<<"$hdr")
 check "invalid X-Request-Id replaced by a minted one" [ ${#rid} = 32 ]
-check "request id logged" grep -q '"request_id":"test-abc.123"' "$tmp/g/gate.log"
+check "request id logged" gate_log_wait "$tmp/g/gate.log" '"request_id":"test-abc.123"'
 check "log line has identity hash, class, cost, verdict, upstream status, latency" \
   grep -qE '"class":"map".*"cost":[0-9.]+.*"identity":"[0-9a-f]{16}".*"latency_ms":.*"upstream_status":200,"verdict":"pass"' "$tmp/g/gate.log"
 
@@ -87,5 +87,7 @@ seen=$(curl -s -H 'X-Request-Id: fwd-42' -H 'Authorization: Bearer s3cret' "http
 check "path and query forwarded unchanged" grep -q '^GET /some/path?a=1&B=%20x' <<<"$seen"
 check "request id forwarded upstream" grep -qi '^X-Request-Id: fwd-42' <<<"$seen"
 check "X-Forwarded-For carries the peer" grep -qi '^X-Forwarded-For: 127.0.0.1' <<<"$seen"
+# Only once the request's line is written does its absence of the credential say anything.
+check "the credential-carrying request is logged" gate_log_wait "$tmp/g2/gate.log" '"request_id":"fwd-42"'
 check "raw credential never logged" bash -c "! grep -q s3cret '$tmp/g2/gate.log'"
 tap_exit

@@ -33,8 +33,8 @@ out=$(raw "$GATE" "$good" "'GARBAGE\r\n\r\n'")
 id3=$(awk '/^--$/{n++} n==1' <<<"$out" | sed -nE 's/^X-Request-Id: (.*)$/\1/p')
 check "400 for a malformed request after a good one" grep -q '^HTTP/1.1 400' <<<"$out"
 check "400 carries a fresh request id, not the previous one ($id3)" bash -c "[[ '$id3' =~ ^[0-9a-f]{32}$ ]]"
-sleep 0.3
-check "the 413 is logged under its own id" grep -q '"request_id":"second-2","service":"unknown","status":413' "$tmp/g/gate.log"
+check "the 413 is logged under its own id" gate_log_wait "$tmp/g/gate.log" '"request_id":"second-2","service":"unknown","status":413'
+gate_log_wait "$tmp/g/gate.log" '"request_id":"first-1"' 3  # the third came after the 413
 check_eq "only the three good requests are logged under their id" 3 "$(grep -c '"request_id":"first-1"' "$tmp/g/gate.log")"
 
 # --- Host --------------------------------------------------------------

@@ -70,7 +70,7 @@ check "a slow answer is charged its measured time (800 ms upstream; X-OT-Cost $c
 left=$(hdr "$G1" 127.0.0.2 "" X-RateLimit-Remaining)
 check "... and the bucket shows it: 3000 - measured - 300 left (got $left; an estimate-only charge leaves 2400)" \
   between "$left" 1300 1920
-check "... the log line says charged and measured_ms" grep -q '"charged":[89][0-9][0-9].*"measured_ms":[89][0-9][0-9]' "$tmp/g1/gate.log"
+check "... the log line says charged and measured_ms" gate_log_wait "$tmp/g1/gate.log" '"charged":[89][0-9][0-9].*"measured_ms":[89][0-9][0-9]'
 
 cost=$(hdr "$G1" 127.0.0.3 "" X-OT-Cost)
 left=$(hdr "$G1" 127.0.0.3 "" X-RateLimit-Remaining)
@@ -126,6 +126,8 @@ done
 wait $pids
 charges=$(for i in 11 12 13 14; do tr -d '\r' <"$tmp/co.$i" | awk 'tolower($1) == "x-ot-cost:" { print $2 }'; done | tr '\n' ' ')
 echo "# coalesced GetMaps charged: $charges"
+# Their log lines are written after their answers (gate_log_wait): count once all four are in.
+check "the four GetMaps are logged" gate_log_wait "$tmp/g1/gate.log" '"operation":"GetMap"' 4
 check "one upstream call served four coalesced clients" \
   test "$(grep -c '"coalesced":true' "$tmp/g1/gate.log")" -eq 3
 check "each pays a share of the one upstream time: 200..600 ms each, not 0 nor the whole (got $charges)" \

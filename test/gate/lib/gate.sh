@@ -2,6 +2,7 @@
 #   gate_start DIR PORT ADMIN_PORT UPSTREAM_URL [extra flags...]
 #     -> pid in DIR/gate.pid, JSON log in DIR/gate.log, stderr in DIR/gate.err
 #   gate_stop DIR
+#   gate_log_wait FILE PATTERN [N] [SECONDS]
 GATE_BIN=${GATE_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/bin/ogc-gate}
 
 gate_start() {
@@ -29,4 +30,19 @@ gate_stop() {
   for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null
   rm -f "$dir/gate.pid"
+}
+
+# gate_log_wait FILE PATTERN [N] [SECONDS]: succeeds once FILE holds at least N
+# (default 1) lines matching the extended regex PATTERN; fails after SECONDS
+# (default 5) without them. A request's access-log line is handed to the
+# writer thread only after its answer went out, and the writer gathers lines
+# for up to 20 ms before writing (src/gate/log_writer.hpp): a client can have
+# its answer before its line is in the file, so read the log through this.
+gate_log_wait() {
+  local file=$1 pat=$2 n=${3:-1} secs=${4:-5} i
+  for i in $(seq 1 $((secs * 20))); do
+    [ "$(grep -cE -- "$pat" "$file" 2>/dev/null)" -ge "$n" ] 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
 }
