@@ -76,7 +76,7 @@ img = wms.getmap(layers=["pts"], srs="EPSG:4326", bbox=(35, -10, 45, 30), size=(
 print("png" if img.read()[:4] == b"\x89PNG" else "no png")
 PYEOF
 check "OWSLib GetMap follows the rewritten address and draws" grep -qx png owslib-getmap.out
-check "... and that GetMap went through the front" grep -q '"operation":"GetMap"' "$tmp/g$FRONT/gate.log"
+check "... and that GetMap went through the front" gate_log_wait "$tmp/g$FRONT/gate.log" '"operation":"GetMap"'
 
 # --- OWSLib, WFS 2.0 -----------------------------------------------------------
 "$PY" - "$FRONT" >owslib-wfs.out 2>&1 <<'PYEOF'
@@ -107,6 +107,7 @@ check_eq "ogrinfo through the front: all 3000 features read, no option given" 30
 check "the gate warned once that MapServer advertises its own address" \
   test "$(grep -c "capabilities: the map server advertises http://127.0.0.1:$MS; rewritten to http://127.0.0.1:$FRONT" "$tmp/g$FRONT/gate.err")" = 1
 check "/readyz shows the foreign address" grep -q "capabilities_foreign_origin: http://127.0.0.1:$MS" <(curl -sS "http://127.0.0.1:$FRONT/readyz")
+gate_log_wait "$tmp/g$FRONT/gate.log" '"operation":"GetFeature"' 30  # the writer gathers lines for up to 20 ms
 pages=$(grep -c '"operation":"GetFeature"' "$tmp/g$FRONT/gate.log")
 check "ogrinfo through the front: in pages of 100 (saw $pages GetFeature with COUNT=100)" test "$pages" -ge 30
 check "GetFeature's GML names the gate, not MapServer (schemaLocation)" \

@@ -155,16 +155,18 @@ oapif() {  # log [open options...] -> feature count
 }
 g0=$(items_gate)
 n=$(oapif ogr.err)
-g1=$(items_gate)
 pages=$(grep -c "HTTP: Fetch(.*/collections/pts/items" ogr.err)
+gate_log_wait "$tmp/g/gate.log" '"operation":"items"' $((g0 + pages))  # the writer gathers lines for up to 20 ms
+g1=$(items_gate)
 check_eq "ogrinfo OAPIF through the gate reads all 3000 features" 3000 "$n"
 check "... GDAL fetched nothing from MapServer's address (it follows the rewritten next links)" \
   bash -c "! grep -q 'Fetch(http://127.0.0.1:$MS' ogr.err"
 check "... every page GDAL fetched was answered by the gate ($pages fetched, $((g1 - g0)) at the gate)" \
   test "$pages" -eq $((g1 - g0)) -a "$pages" -ge 30
 n=$(oapif ogr2.err -oo PAGE_SIZE=1000)
-g2=$(items_gate)
 pages=$(grep -c "HTTP: Fetch(.*/collections/pts/items" ogr2.err)
+gate_log_wait "$tmp/g/gate.log" '"operation":"items"' $((g1 + pages))
+g2=$(items_gate)
 check_eq "ogrinfo OAPIF asking pages of 1000: all 3000 features" 3000 "$n"
 check "... GDAL fetched nothing from MapServer's address" bash -c "! grep -q 'Fetch(http://127.0.0.1:$MS' ogr2.err"
 check "... in the gate's pages of 100 ($pages fetched, $((g2 - g1)) at the gate)" \
