@@ -173,6 +173,7 @@ void attach_shared_memory() {
                             HASH_ELEM | HASH_STRINGS | HASH_PARTITION | HASH_FIXED_SIZE);
     LWLockRelease(AddinShmemInitLock);
     bucket_table = {buckets, shared->locks, setting_max_identities, init_bucket, evict_buckets};
+    shared_memory_attached = shared != nullptr && buckets != nullptr;
 
     if (!IsUnderPostmaster) {
         register_save_at_shutdown();
@@ -180,7 +181,7 @@ void attach_shared_memory() {
     }
 }
 
-bool shared_memory_ready() { return shared != nullptr && buckets != nullptr; }
+bool shared_memory_attached = false;
 
 void require_shared_memory() {
     if (shared == nullptr || buckets == nullptr)
@@ -207,7 +208,7 @@ void publish_tat(uint32 hash, int64 tat_ns) {
 
 // A backend admits one identity, statement after statement: its hash is
 // remembered (hashing the 64-byte key was a third of the quick admission).
-OT_HOT static uint32 identity_hash(const IdentityKey& key) {
+__attribute__((always_inline)) static inline uint32 identity_hash(const IdentityKey& key) {
     static IdentityKey last_key;
     static uint32 last_hash;
     static bool last_valid = false;

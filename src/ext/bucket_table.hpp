@@ -33,7 +33,9 @@ void request_shared_memory();
 void attach_shared_memory();
 // ERROR 55000 naming the fix unless the library was preloaded.
 void require_shared_memory();
-bool shared_memory_ready();
+// Set once this backend has attached the shared table (read every statement: inline).
+extern bool shared_memory_attached;
+inline bool shared_memory_ready() { return shared_memory_attached; }
 size_t bucket_table_shmem_size();
 
 // owed: a measured remainder (> 0, charged) or an unused deposit (< 0,
@@ -60,7 +62,8 @@ void count_hook_event(HookEvent e, int64 delay_us = 0);
 // Executor time measured by the metering (log mode included), in milliseconds.
 void count_measured(double ms);
 // Everything this backend has counted as measured since it started (ms).
-double measured_so_far_ms();
+extern double measured_here_ms;
+inline double measured_so_far_ms() { return measured_here_ms; }
 
 struct BucketView {
     IdentityKey identity;
