@@ -130,6 +130,10 @@ __attribute__((always_inline)) inline void finish_inline(Execution* e, bool comp
     last = {true, e->estimate, e->measured, e->charged, e->cutoff};
     e->in_use = false;
     e->qd = nullptr;
+    if (likely(open_high == 1)) {  // the one open statement (e) closes
+        open_high = 0;
+        return;
+    }
     while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
 }
 
