@@ -86,16 +86,14 @@ void count_hook_event(HookEvent ev, int64 delay_us) {
 
 double measured_here_ms = 0;  // this backend's, for life: never reset
 
-OT_HOT void count_measured(double ms) {
-    if (!(ms > 0)) return;
+pg_atomic_uint64* measured_counter = nullptr;
+
+void count_measured_first(double ms) {
     measured_here_ms += ms;
-    static pg_atomic_uint64* mine = nullptr;  // this backend's slot's, once found
-    if (unlikely(mine == nullptr)) {
-        BackendCounters* c = my_counters();
-        if (c == nullptr) return;
-        mine = &c->measured_us;
-    }
-    bump(mine, static_cast<uint64>(ms * 1000.0));
+    BackendCounters* c = my_counters();
+    if (c == nullptr) return;
+    measured_counter = &c->measured_us;
+    bump(measured_counter, static_cast<uint64>(ms * 1000.0));
 }
 
 TableStats table_stats() {

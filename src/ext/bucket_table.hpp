@@ -4,6 +4,10 @@
 
 #include "core/gcra.hpp"
 
+extern "C" {
+#include "port/atomics.h"
+}
+
 namespace ot::ext {
 
 inline constexpr int kIdentityMax = 63;  // bytes; longer identities are refused, not truncated
@@ -59,11 +63,21 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b);
 // Statement-level counters of the pricing hook (this backend's slot).
 enum class HookEvent { Priced, ShadowRefusal, Delayed, Cutoff };
 void count_hook_event(HookEvent e, int64 delay_us = 0);
-// Executor time measured by the metering (log mode included), in milliseconds.
-void count_measured(double ms);
 // Everything this backend has counted as measured since it started (ms).
 extern double measured_here_ms;
 inline double measured_so_far_ms() { return measured_here_ms; }
+// This backend's measured-time counter in shared memory, once found (single
+// writer: a plain read and write); count_measured_first() finds it.
+extern pg_atomic_uint64* measured_counter;
+void count_measured_first(double ms);
+// Executor time measured by the metering (log mode included), in milliseconds.
+// Every pass counts: inline.
+inline void count_measured(double ms) {
+    if (!(ms > 0)) return;
+    if (unlikely(measured_counter == nullptr)) return count_measured_first(ms);
+    measured_here_ms += ms;
+    pg_atomic_write_u64(measured_counter, pg_atomic_read_u64(measured_counter) + static_cast<uint64>(ms * 1000.0));
+}
 
 struct BucketView {
     IdentityKey identity;
