@@ -20,7 +20,7 @@
 # library watches, is in; about 10 minutes), LIB=a.so[,b.so] (the hook runs from these builds instead of
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
-# installed extension; the CACHESIM and SAMPLING tables are of the last of them).
+# installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -137,10 +137,11 @@ fi
 
 # Settlements and statistics are written to shared memory every 10 ms (100 ms) of measured time: under
 # valgrind a statement takes ~50x longer, so those flushes happen ~50x more often than on a real run, and
-# how often depends on the machine's load. Their share is printed apart (inclusive Ir of flush_owed and record_true_up).
+# how often depends on the machine's load. Their share is printed apart (inclusive Ir of flush_owed and
+# record_true_up). The hook's object is ogc_throttle.so, or libN.so under LIB= (the copies made above).
 flushes() {  # flushes CALLGRIND-FILE -> inclusive Ir of the settlement's flushes
   callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
-    awk '$3 != "=>" && /ogc_throttle\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
+    awk '$3 != "=>" && /\/(ogc_throttle|lib[0-9]+)\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
 }
 echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1};" \
   "$([ -n "${CONN:-}" ] && echo "the client backend of pgbench -M prepared over a socket" || echo "postgres --single")"
@@ -153,6 +154,8 @@ for kind in ${KINDS:-select dwithin tile}; do
     b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
     f1=$(flushes "$work/$kind.$N.reject.out"); f3=$(flushes "$work/$kind.$((3 * N)).reject.out")
     label=$kind; [ -n "${LIB:-}" ] && label="$kind/$li"
+    # each build's logs (the CACHESIM table reads them) and, with KEEP, its callgrind files, apart
+    for f in "$work/$kind".*.reject.log; do cp "$f" "${f%.log}.lib$li.log"; done
     [ -n "${KEEP:-}" ] && [ -n "${LIB:-}" ] && for f in "$work/$kind".*.reject.out; do cp "$f" "${f%.out}.lib$li.out"; done
     awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v f1="$f1" -v f3="$f3" -v n="$N" -v k="$label" 'BEGIN {
       pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n); pf = (f3 - f1) / (2 * n)
@@ -178,13 +181,16 @@ if [ -n "${CACHESIM:-}" ]; then
   printf '%-9s | %-10s | %10s | %10s | %10s\n' kind misses none hook "hook adds"
   printf -- '%.0s-' $(seq 60); echo
   for kind in ${KINDS:-select dwithin tile}; do
+    for li in "${!libs[@]}"; do
+    label=$kind; [ -n "${LIB:-}" ] && label="$kind/$li"
     for ev in "I1mr" "D1mr D1mw" "ILmr DLmr DLmw"; do
       a1=$(event $kind "$N" none $ev); a3=$(event $kind $((3 * N)) none $ev)
-      b1=$(event $kind "$N" reject $ev); b3=$(event $kind $((3 * N)) reject $ev)
-      awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$kind" -v e="$ev" 'BEGIN {
+      b1=$(event $kind "$N" reject.lib$li $ev); b3=$(event $kind $((3 * N)) reject.lib$li $ev)
+      awk -v a1="$a1" -v a3="$a3" -v b1="$b1" -v b3="$b3" -v n="$N" -v k="$label" -v e="$ev" 'BEGIN {
         pa = (a3 - a1) / (2 * n); pb = (b3 - b1) / (2 * n)
         label = e; if (e ~ /D1mr/) label = "D1"; else if (e ~ /ILmr/) label = "LL"; else label = "I1"
         printf "%-9s | %-10s | %10.1f | %10.1f | %+10.1f\n", k, label, pa, pb, pb - pa }'
+    done
     done
   done
 fi
@@ -200,11 +206,15 @@ if [ -n "${SAMPLING:-}" ]; then
   printf -- '%.0s-' $(seq 84); echo
   for kind in ${KINDS:-select dwithin tile}; do
     [ "$kind" = select ] && continue  # nothing priced: no sample
+    for li in "${!libs[@]}"; do
+    hooklib=${libs[$li]}
+    label=$kind; [ -n "${LIB:-}" ] && label="$kind/$li"
     c1=$(ir $kind "$N" nosample); c3=$(ir $kind $((3 * N)) nosample)
     b1=$(ir $kind "$N" reject); b3=$(ir $kind $((3 * N)) reject)
     d1=$(ir $kind "$N" apply); d3=$(ir $kind $((3 * N)) apply)
-    awk -v c1="$c1" -v c3="$c3" -v b1="$b1" -v b3="$b3" -v d1="$d1" -v d3="$d3" -v n="$N" -v k="$kind" 'BEGIN {
+    awk -v c1="$c1" -v c3="$c3" -v b1="$b1" -v b3="$b3" -v d1="$d1" -v d3="$d3" -v n="$N" -v k="$label" 'BEGIN {
       pc = (c3 - c1) / (2 * n); pb = (b3 - b1) / (2 * n); pd = (d3 - d1) / (2 * n)
       printf "%-9s | %14.0f | %14.0f | %+9.2f%% | %14.0f | %+9.2f%%\n", k, pc, pb, (pb / pc - 1) * 100, pd, (pd / pc - 1) * 100 }'
+    done
   done
 fi

@@ -84,17 +84,16 @@ void count_hook_event(HookEvent ev, int64 delay_us) {
     }
 }
 
-namespace {
 double measured_here_ms = 0;  // this backend's, for life: never reset
-}
 
-double measured_so_far_ms() { return measured_here_ms; }
+pg_atomic_uint64* measured_counter = nullptr;
 
-OT_HOT void count_measured(double ms) {
-    if (ms > 0) measured_here_ms += ms;
+void count_measured_first(double ms) {
+    measured_here_ms += ms;
     BackendCounters* c = my_counters();
-    if (c == nullptr || !(ms > 0)) return;
-    bump(&c->measured_us, static_cast<uint64>(ms * 1000.0));
+    if (c == nullptr) return;
+    measured_counter = &c->measured_us;
+    bump(measured_counter, static_cast<uint64>(ms * 1000.0));
 }
 
 TableStats table_stats() {

@@ -4,6 +4,10 @@
 
 #include "core/gcra.hpp"
 
+extern "C" {
+#include "port/atomics.h"
+}
+
 namespace ot::ext {
 
 inline constexpr int kIdentityMax = 63;  // bytes; longer identities are refused, not truncated
@@ -33,7 +37,9 @@ void request_shared_memory();
 void attach_shared_memory();
 // ERROR 55000 naming the fix unless the library was preloaded.
 void require_shared_memory();
-bool shared_memory_ready();
+// Set once this backend has attached the shared table (read every statement: inline).
+extern bool shared_memory_attached;
+inline bool shared_memory_ready() { return shared_memory_attached; }
 size_t bucket_table_shmem_size();
 
 // owed: a measured remainder (> 0, charged) or an unused deposit (< 0,
@@ -57,10 +63,21 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b);
 // Statement-level counters of the pricing hook (this backend's slot).
 enum class HookEvent { Priced, ShadowRefusal, Delayed, Cutoff };
 void count_hook_event(HookEvent e, int64 delay_us = 0);
-// Executor time measured by the metering (log mode included), in milliseconds.
-void count_measured(double ms);
 // Everything this backend has counted as measured since it started (ms).
-double measured_so_far_ms();
+extern double measured_here_ms;
+inline double measured_so_far_ms() { return measured_here_ms; }
+// This backend's measured-time counter in shared memory, once found (single
+// writer: a plain read and write); count_measured_first() finds it.
+extern pg_atomic_uint64* measured_counter;
+void count_measured_first(double ms);
+// Executor time measured by the metering (log mode included), in milliseconds.
+// Every pass counts: inline.
+inline void count_measured(double ms) {
+    if (!(ms > 0)) return;
+    if (unlikely(measured_counter == nullptr)) return count_measured_first(ms);
+    measured_here_ms += ms;
+    pg_atomic_write_u64(measured_counter, pg_atomic_read_u64(measured_counter) + static_cast<uint64>(ms * 1000.0));
+}
 
 struct BucketView {
     IdentityKey identity;

@@ -57,6 +57,7 @@ extern "C" {
 namespace ot::ext {
 
 bool commit_phase_on = false;
+bool commit_flush_on = false;
 bool session_setup_charged = false;
 
 namespace {
@@ -144,12 +145,14 @@ void commit_flush_begin() {
     core::Budget b{};
     if (GetTopTransactionIdIfAny() == InvalidTransactionId || !commit_time_metered(b)) return;
     flush = {true, current_mode() != Mode::Log, own_identity(), b, {}};
+    commit_flush_on = true;
     INSTR_TIME_SET_CURRENT(flush.start);
 }
 
 void commit_flush_end() {
     if (!flush.on) return;
     flush.on = false;
+    commit_flush_on = false;
     const double ms = elapsed_ms(flush.start);
     charge_measured(flush.id, flush.budget, flush.charges, ms);
 }

@@ -17,10 +17,13 @@ extern "C" {
 // ogc_throttle.cutoff_grace) is cancelled with PostgreSQL's own query cancel,
 // which an error-context callback turns into SQLSTATE 53T01.
 namespace ot::ext {
+
+volatile sig_atomic_t cutoff_fired = 0;
+volatile int64 pass_deadline_ns = 0;
+
 namespace {
 
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
-volatile sig_atomic_t cutoff_fired = 0;
 // The timer is left armed between passes: arming and disarming a timeout per
 // statement was the largest part of what the hook cost a select-only
 // statement. pass_deadline_ns (monotonic clock, the clock of pass_start) is
@@ -29,7 +32,6 @@ volatile sig_atomic_t cutoff_fired = 0;
 // deadline is no earlier than that leaves the timer as it is; when it fires,
 // the handler cancels the pass if its deadline has come, re-targets the timer
 // at the deadline if it has not, and does nothing between passes.
-volatile int64 pass_deadline_ns = 0;
 volatile int64 timer_due_ns = 0;
 
 int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
@@ -99,8 +101,7 @@ OT_HOT double pass_allowance_ms(const Execution& e) {
 
 }  // namespace
 
-OT_HOT int planned_workers(const PlannedStmt* stmt) {
-    if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
+int planned_workers_walk(const PlannedStmt* stmt) {
     int n = plan_workers(stmt->planTree);
     const ListCell* lc;
     foreach (lc, stmt->subplans) n += plan_workers(static_cast<const Plan*>(lfirst(lc)));
@@ -128,13 +129,6 @@ OT_HOT void arm_cutoff(Execution* e) {
     timer_due_ns = deadline;
 }
 
-OT_HOT void disarm_cutoff(bool completed) {
-    pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
-    if (!cutoff_fired) return;
-    // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
-    if (completed) QueryCancelPending = false;
-    cutoff_fired = 0;
-}
 
 // Turns the cancel our timer requested into the refusal it is. Runs inside
 // errfinish for every error raised under a metered pass: C only.

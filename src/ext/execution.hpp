@@ -2,6 +2,7 @@
 // that meter it (metering.cpp), cut it off (cutoff.cpp) and meter utility
 // statements (utility_metering.cpp). Not for the rest of the extension.
 #pragma once
+#include <csignal>
 #include "ext/pg.hpp"
 #include "core/gcra.hpp"
 #include "core/statement_cost.hpp"
@@ -10,6 +11,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "executor/execdesc.h"
 #include "portability/instr_time.h"
 }
@@ -39,6 +41,7 @@ struct Execution {
     int workers;         // parallel workers its plan may launch: they spend its budget too
     instr_time pass_start;
     double stats_charge;          // change to the charge not yet in the identity's statistics
+    double stats_measured;        // measured ms not yet in the identity's statistics
     bool priced;                  // features hold something: a calibration sample at the end
     core::PlanFeatures features;  // of its estimate, nested statements' included
 };
@@ -66,8 +69,12 @@ void meter_end(Execution* e, ErrorContextCallback* cb);
 void meter_failed(Execution* e);
 // The statement is over: refunds the unused deposit, records statistics.
 void close_execution(Execution* e, bool completed);
+// The top-level statement whose metered pass is on the stack (null: none), and
+// the executor passes on the stack (metering.cpp's, read inline).
+extern Execution* running;
+extern int run_depth;
 // No metered pass on the stack, no executor pass either.
-bool metering_idle();
+inline bool metering_idle() { return running == nullptr && run_depth == 0; }
 
 // commit_metering.cpp: the deferred-trigger phase of a commit, metered as a
 // whole. Its passes report their start and end; the transaction's end closes it.
@@ -77,7 +84,9 @@ void commit_phase_pass_end();
 void commit_phase_waited(double ms);
 void commit_phase_over();
 // The commit of a transaction that wrote: from its pre-commit callbacks to its
-// commit (or abort) callbacks, the commit record's flush.
+// commit (or abort) callbacks, the commit record's flush. commit_flush_on: begun
+// and not ended (a read-only transaction's callbacks test it and go on).
+extern bool commit_flush_on;
 void commit_flush_begin();
 void commit_flush_end();
 // COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller
@@ -90,9 +99,23 @@ void charge_session_setup();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
 void arm_cutoff(Execution* e);
-void disarm_cutoff(bool completed);
+// Set by the timer's handler when it cancelled the running pass; the running
+// pass's deadline (monotonic ns, 0: none), which the handler reads.
+extern volatile sig_atomic_t cutoff_fired;
+extern volatile int64 pass_deadline_ns;
+inline void disarm_cutoff(bool completed) {
+    pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
+    if (likely(!cutoff_fired)) return;
+    // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
+    if (completed) QueryCancelPending = false;
+    cutoff_fired = 0;
+}
 void cutoff_context(void* execution);
 // Parallel workers the plan's Gather nodes may launch (0 without any).
-int planned_workers(const PlannedStmt* stmt);
+int planned_workers_walk(const PlannedStmt* stmt);
+inline int planned_workers(const PlannedStmt* stmt) {
+    if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
+    return planned_workers_walk(stmt);
+}
 
 }  // namespace ot::ext

@@ -23,10 +23,12 @@ extern "C" {
 }
 
 namespace ot::ext {
+
+bool pricing = false;  // price_and_charge is on the stack
+
 namespace {
 
 ExecutorStart_hook_type prev_executor_start = nullptr;
-bool pricing = false;  // price_and_charge is on the stack
 SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started in
 
 [[noreturn]] __attribute__((cold)) void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
@@ -189,6 +191,7 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
         !shared_memory_ready())
         return;
     if (!calls_extension_functions(qd->plannedstmt)) {
+        if (mode == Mode::Reject && metering_start_unpriced(qd)) return;
         admit_unpriced(qd, mode);
     } else {
         // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
@@ -203,20 +206,17 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
 
 }  // namespace
 
-OT_HOT core::Budget usable_budget() {
-    const core::Budget b = current_budget();
-    // The settings change seldom: the last budget found usable needs no second look.
-    static core::Budget last_ok = {0.0, 0.0};
-    if (b.capacity == last_ok.capacity && b.rate == last_ok.rate) return b;
+core::Budget usable_budget_ok = {0.0, 0.0};
+
+core::Budget usable_budget_check(core::Budget b) {
     if (const char* why = core::budget_problem(b))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("ogc_throttle: invalid budget: %s", why),
                         errdetail("ogc_throttle.capacity = %g, ogc_throttle.rate = %g.", b.capacity, b.rate),
                         errhint("Lower ogc_throttle.capacity or raise ogc_throttle.rate for this role.")));
-    last_ok = b;
+    usable_budget_ok = b;
     return b;
 }
 
-bool pricing_in_progress() { return pricing; }
 
 void pricing_aborted(SubTransactionId from) {
     if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) pricing = false;

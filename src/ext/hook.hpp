@@ -15,9 +15,18 @@ void install_hooks();
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
 // This role's budget; ERROR (22023) when the spend path cannot represent it.
-core::Budget usable_budget();
+// The settings change seldom: the last budget found usable needs no second
+// look (inline, every statement asks); usable_budget_check() looks.
+extern core::Budget usable_budget_ok;
+core::Budget usable_budget_check(core::Budget b);
+inline core::Budget usable_budget() {
+    const core::Budget b = current_budget();
+    if (likely(b.capacity == usable_budget_ok.capacity && b.rate == usable_budget_ok.rate)) return b;
+    return usable_budget_check(b);
+}
 // The pricing hook is pricing a statement (the queries it runs are part of it).
-bool pricing_in_progress();
+extern bool pricing;
+inline bool pricing_in_progress() { return pricing; }
 // (Sub)transaction `from` aborts (InvalidSubTransactionId: the transaction):
 // pricing begun in it, or below it, is over.
 void pricing_aborted(SubTransactionId from);
@@ -26,7 +35,8 @@ void install_utility_metering();
 // Meters the planning of top-level statements (planning_metering.cpp).
 void install_planning_metering();
 // The planner is planning a top-level statement (the queries it analyses are part of it).
-bool planning_in_progress();
+extern int planning_depth;
+inline bool planning_in_progress() { return planning_depth > 0; }
 // Charges what each client message made the backend do that no meter timed,
 // when the backend answers it (message_metering.cpp).
 void install_message_metering();

@@ -1,4 +1,5 @@
 #include "ext/execution.hpp"
+#include "ext/hot.hpp"
 #include "ext/hook.hpp"
 #include "ext/metering.hpp"
 #include "ext/settlement.hpp"
@@ -107,14 +108,15 @@ double metered() { return measured_so_far_ms() - spans_counted; }
 // The unmetered part of the current message up to `until` (0 when its
 // beginning is unknown). continues: the work after the mark belongs to the
 // message (a statement's text is being served, or a fast-path call commits).
-double account(TimestampTz until, bool continues) {
-    const TimestampTz start = GetCurrentStatementStartTimestamp();
+// start: the current message's stamp; now_metered: metered() now.
+inline double account(TimestampTz until, bool continues, TimestampTz start, double now_metered) {
     TimestampTz from = start;
     if (start == message) {
         if (where == Mark::Closed || !continues) return 0;
         from = mark;
     }
-    return static_cast<double>(until - from) / 1000.0 - (metered() - metered_at_mark) - (waited_total - waited_at_mark);
+    return static_cast<double>(until - from) / 1000.0 - (now_metered - metered_at_mark) -
+           (waited_total - waited_at_mark);
 }
 
 double cpu_ms() {
@@ -131,14 +133,14 @@ bool commit_pending_at_sync() {
     return GetTopTransactionIdIfAny() != InvalidTransactionId && !IsTransactionBlock();
 }
 
-void restart(TimestampTz now, Mark at, bool fastpath) {
-    message = GetCurrentStatementStartTimestamp();
+inline void restart(TimestampTz now, Mark at, bool fastpath, TimestampTz start, double now_metered) {
+    message = start;
     mark = now;
     where = at;
     fastpath_answered = fastpath;
     cpu_marked = at == Mark::Answered && !fastpath && commit_pending_at_sync();
     if (cpu_marked) cpu_at_mark = cpu_ms();
-    metered_at_mark = metered();
+    metered_at_mark = now_metered;
     waited_at_mark = waited_total;
     error_at = 0;
 }
@@ -182,7 +184,9 @@ bool same_payer(core::Budget b) {
            b.capacity == pending_budget.capacity && b.rate == pending_budget.rate;
 }
 
-void add_pending(double ms, bool in_transaction) {
+// may_look_up: the identity's key may be looked up in the catalog if a
+// transaction is open (asked only when time has no owner yet).
+void add_pending_slow(double ms, bool may_look_up) {
     const core::Budget b = current_budget();
     if (pending_owned && !same_payer(b)) {
         charge_pending();  // to the identity it was done for
@@ -191,6 +195,7 @@ void add_pending(double ms, bool in_transaction) {
     if (!(ms > 0)) return;
     pending_ms += ms;
     if (!pending_owned) {
+        const bool in_transaction = may_look_up && IsTransactionState() && !IsAbortedTransactionBlockState();
         if (const IdentityKey* id = in_transaction ? &own_identity() : own_identity_if_known()) {
             pending_id = *id;
             pending_budget = b;
@@ -206,9 +211,34 @@ void add_pending(double ms, bool in_transaction) {
     }
 }
 
+// The usual case inline: time for the payer that owns what has gathered (the
+// call that made it the owner also registered the charge at exit).
+inline void add_pending(double ms, bool may_look_up) {
+    if (likely(pending_owned) && ms > 0 && likely(same_payer(current_budget()))) {
+        pending_ms += ms;
+        if (pending_ms >= kChargeMs) charge_pending();
+        return;
+    }
+    add_pending_slow(ms, may_look_up);
+}
+
 // The answer ends the message's work, or a statement's in a query string.
-// Rows, notices and the rest pass untouched.
-void answered(char type) {
+// Rows, notices and the rest pass untouched (is_answer(): a tail call, no frame).
+inline bool is_answer(char type) {
+    switch (type) {
+        case 'E':
+        case '1':
+        case '2':
+        case 'C':
+        case 's':
+        case 'I':
+        case 'V':
+        case 'Z': return true;
+        default: return false;
+    }
+}
+
+inline void answered(char type) {
     switch (type) {
         case 'E':  // ErrorResponse: the abort that follows settles the meters first
             if (error_at == 0) {
@@ -227,26 +257,34 @@ void answered(char type) {
         default: return;
     }
     if (!metered_backend() || !between_meters()) return;
+    const TimestampTz start = GetCurrentStatementStartTimestamp();
+    const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read
     if (type != 'Z') {
         now = GetCurrentTimestamp();
-        add_pending(account(now, debug_query_string != nullptr),
-                    IsTransactionState() && !IsAbortedTransactionBlockState());
+        add_pending(account(now, debug_query_string != nullptr, start, now_metered), true);
     } else if (fastpath_answered) {
         // the call's commit, up to its error if it failed
-        add_pending(account(error_at != 0 ? error_at : GetCurrentTimestamp(), true), false);
-    } else if (cpu_marked && GetCurrentStatementStartTimestamp() == message) {
+        add_pending(account(error_at != 0 ? error_at : GetCurrentTimestamp(), true, start, now_metered), false);
+    } else if (cpu_marked && start == message) {
         // only unstamped messages since the mark: a Sync's commit, failed or
         // not, by its CPU time, what the meters timed taken out
-        add_pending(cpu_ms() - cpu_at_mark - (metered() - metered_at_mark), false);
+        add_pending(cpu_ms() - cpu_at_mark - (now_metered - metered_at_mark), false);
     } else if (error_at != 0) {
-        add_pending(account(error_at, error_in_text), false);  // what the failed message did until its error
+        // what the failed message did until its error
+        add_pending(account(error_at, error_in_text, start, now_metered), false);
     }
-    restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V');
+    restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V', start, now_metered);
 }
 
-int watched_putmessage(char type, const char* s, size_t len) {
+__attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     answered(type);
+    return socket_methods->putmessage(type, s, len);
+}
+
+// Both ways end in a tail call: a row (most messages) passes without a frame.
+OT_HOT int watched_putmessage(char type, const char* s, size_t len) {
+    if (unlikely(is_answer(type))) return answer_and_put(type, s, len);
     return socket_methods->putmessage(type, s, len);
 }
 

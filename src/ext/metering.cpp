@@ -26,14 +26,16 @@ extern "C" {
 }
 
 namespace ot::ext {
+
+Execution* running = nullptr;  // the top-level execution whose pass is on the stack
+int run_depth = 0;             // executor passes on the stack (ExecutorRun/ExecutorFinish)
+
 namespace {
 
 constexpr int kMaxOpen = 64;
 Execution open_execs[kMaxOpen];
 int open_high = 0;  // slots [0, open_high) may be in use
 
-Execution* running = nullptr;  // the top-level execution whose pass is on the stack
-int run_depth = 0;             // executor passes on the stack (ExecutorRun/ExecutorFinish)
 LastStatement last = {false, 0, 0, 0, false};
 
 ExecutorRun_hook_type prev_run = nullptr;
@@ -56,7 +58,7 @@ SubTransactionId top_subid = InvalidSubTransactionId;
 
 Execution* last_opened = nullptr;  // a statement's passes and end ask for the record just opened
 
-OT_HOT Execution* find_open(QueryDesc* qd) {
+__attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
     if (last_opened != nullptr && last_opened->in_use && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
         if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
@@ -65,12 +67,15 @@ OT_HOT Execution* find_open(QueryDesc* qd) {
 
 OT_HOT bool charges(const Execution& e) { return e.mode != Mode::Log && true_up_enabled(); }
 
-// Measured time first consumes the deposit; the rest is charged. A pass's
-// charge waits in the record for the statement's end, where it goes out with
-// the refund and the statistics in one settlement (a settlement per pass and
-// another per statement were a tenth of a select-only statement's overhead).
-// It goes out at once when it is large (a long pass is in the bucket as soon
-// as it ends) and before a cursor's further pass is admitted (hand_over).
+// Measured time first consumes the deposit; the rest is charged. A statement
+// with no deposit and no sample to leave (nothing priced: most statements)
+// settles each pass as it ends, charge and statistics in one settlement, so
+// that its end has nothing left to do. Otherwise a pass's charge waits in the
+// record for the statement's end, where it goes out with the refund and the
+// statistics in one settlement (a settlement per pass and another per
+// statement were a tenth of a select-only statement's overhead). It goes out
+// at once when it is large (a long pass is in the bucket as soon as it ends)
+// and before a cursor's further pass is admitted (hand_over).
 constexpr double kHoldMs = 10;  // settlement.cpp writes to the bucket from 10 ms on
 
 OT_HOT void hand_over(Execution* e) {
@@ -79,9 +84,21 @@ OT_HOT void hand_over(Execution* e) {
     e->unowed = 0;
 }
 
-OT_HOT void settle_pass(Execution* e, double ms) {
+__attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
     count_measured(ms);
+    if (e->deposit == 0 && !e->priced) {
+        // e->unowed, e->stats_charge and e->stats_measured are 0 here: an
+        // earlier pass either settled the same way or had a deposit, which
+        // only its statement's end gives back.
+        const double extra = charges(*e) ? ms : 0;
+        if (likely(e->unowed == 0 && e->stats_measured == 0)) {
+            e->charged += extra;
+            settle(e->id, e->budget, extra, extra, ms, e->id_serial);
+            return;
+        }
+    }
+    e->stats_measured += ms;
     const double consumed = std::min(e->deposit, ms);
     e->deposit -= consumed;
     const double extra = charges(*e) ? ms - consumed : 0;
@@ -96,7 +113,7 @@ OT_HOT void settle_pass(Execution* e, double ms) {
 // The statement is over: what is left of the deposit was not used. Only a
 // statement that completed is a calibration sample (an error or a cut-off
 // leaves its time unknown).
-OT_HOT void finish(Execution* e, bool completed) {
+__attribute__((always_inline)) inline void finish_inline(Execution* e, bool completed) {
     if (completed && e->priced && !e->cutoff && e->measured > 0)
         refit_due |= sample_record(e->features, e->measured);
     double owed = e->unowed;
@@ -107,11 +124,59 @@ OT_HOT void finish(Execution* e, bool completed) {
     }
     e->deposit = 0;
     e->unowed = 0;
-    settle(e->id, e->budget, owed, e->stats_charge, e->measured, e->id_serial);
+    // (nothing left when every pass settled as it ended)
+    if (owed != 0 || e->stats_charge != 0 || e->stats_measured != 0)
+        settle(e->id, e->budget, owed, e->stats_charge, e->stats_measured, e->id_serial);
     last = {true, e->estimate, e->measured, e->charged, e->cutoff};
     e->in_use = false;
     e->qd = nullptr;
+    if (likely(open_high == 1)) {  // the one open statement (e) closes
+        open_high = 0;
+        return;
+    }
     while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+}
+
+void finish(Execution* e, bool completed) { finish_inline(e, completed); }
+
+// Opens the record of a top-level statement just admitted: inlined into the
+// unpriced statement's fast path, where most of its arguments are constants.
+__attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, const IdentityKey& id, core::Budget b,
+                                                             Mode mode, double estimate, double deposit,
+                                                             double tokens_left, const core::PlanFeatures* features,
+                                                             int workers) {
+    Execution* e = nullptr;
+    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
+        if (!open_execs[i].in_use) e = &open_execs[i];
+    if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+    // Field by field: zeroing the whole record (its features are most of it)
+    // was a tenth of an unpriced statement's admission. features is read
+    // only while priced is set.
+    e->in_use = true;
+    e->ran = false;
+    e->cutoff = false;
+    e->mode = mode;
+    e->qd = qd;
+    e->subid = GetCurrentSubTransactionId();
+    e->id = id;
+    e->id_serial = identity_serial(id);
+    e->budget = b;
+    e->estimate = estimate;
+    e->deposit = deposit;
+    e->tokens_left = tokens_left;
+    e->measured = 0;
+    e->charged = deposit;
+    e->unowed = 0;
+    e->allowed_ms = 0;
+    e->stats_charge = 0;
+    e->stats_measured = 0;
+    INSTR_TIME_SET_ZERO(e->pass_start);
+    e->priced = features != nullptr;
+    if (features != nullptr) e->features = *features;
+    e->workers = workers;
+    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+    last_opened = e;
+    return e;
 }
 
 // ---- the executor hooks ---------------------------------------------------
@@ -157,7 +222,7 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
 
 // ---- a pass of an admitted statement: start, normal end, error ------------
 
-OT_HOT void pass_begin(Execution* e, ErrorContextCallback* cb) {
+__attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
     arm_cutoff(e);
@@ -169,7 +234,7 @@ OT_HOT void pass_begin(Execution* e, ErrorContextCallback* cb) {
     error_context_stack = cb;
 }
 
-OT_HOT void pass_end(Execution* e, ErrorContextCallback* cb) {
+__attribute__((always_inline)) inline void pass_end(Execution* e, ErrorContextCallback* cb) {
     error_context_stack = cb->previous;
     disarm_cutoff(true);
     running = nullptr;
@@ -232,7 +297,28 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
     unmetered(pass, qd, dir, count, once);
 }
 
-OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) { dispatch(Pass::Run, qd, dir, count, once); }
+// The first pass of the statement just admitted, at the top level: the common
+// case, straight to top_level's metered branch.
+OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+    if (likely(run_depth == 0)) {
+        Execution* e = last_opened;
+        if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
+            top_subid = GetCurrentSubTransactionId();
+            top_open = true;
+            ErrorContextCallback cb;
+            pass_begin(e, &cb);
+            if (prev_run)
+                prev_run(qd, dir, count, once);
+            else
+                standard_ExecutorRun(qd, dir, count, once);
+            pass_end(e, &cb);
+            e->ran = true;
+            top_open = false;
+            return;
+        }
+    }
+    dispatch(Pass::Run, qd, dir, count, once);
+}
 
 // A SELECT without data-modifying CTEs has no AFTER triggers: its finish
 // does nothing worth a clock, and runs no statement that a depth would place.
@@ -245,7 +331,7 @@ OT_HOT void on_finish(QueryDesc* qd) {
 
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0)
-        if (Execution* e = find_open(qd)) finish(e, e->ran);
+        if (Execution* e = find_open(qd)) finish_inline(e, e->ran);
     if (prev_end)
         prev_end(qd);
     else
@@ -267,7 +353,22 @@ void finish_from(SubTransactionId from) {
             finish(&open_execs[i], false);
 }
 
+void on_xact_other(XactEvent event);
+
+// A read-only transaction's commit passes PRE_COMMIT and COMMIT with nothing
+// to do: those two are tested first, the rest is on_xact_other's.
 OT_HOT void on_xact(XactEvent event, void*) {
+    if (event == XACT_EVENT_PRE_COMMIT) {
+        if (likely(session_setup_charged) && likely(!commit_phase_on) &&
+            GetTopTransactionIdIfAny() == InvalidTransactionId)
+            return;  // nothing to flush: commit_flush_begin() would find no xid
+    } else if (event == XACT_EVENT_COMMIT) {
+        if (likely(!commit_flush_on) && open_high == 0) return;
+    }
+    on_xact_other(event);
+}
+
+__attribute__((noinline)) void on_xact_other(XactEvent event) {
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
@@ -329,43 +430,12 @@ void meter_failed(Execution* e) { pass_failed(e); }
 
 void close_execution(Execution* e, bool completed) { finish(e, completed); }
 
-OT_HOT bool metering_idle() { return running == nullptr && run_depth == 0; }
+bool metering_nested() { return running != nullptr; }
 
-OT_HOT bool metering_nested() { return running != nullptr; }
 
 OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                           double deposit, double tokens_left, const core::PlanFeatures* features, int workers) {
-    Execution* e = nullptr;
-    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
-        if (!open_execs[i].in_use) e = &open_execs[i];
-    if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
-    // Field by field: zeroing the whole record (its features are most of it)
-    // was a tenth of an unpriced statement's admission. features is read
-    // only while priced is set.
-    e->in_use = true;
-    e->ran = false;
-    e->cutoff = false;
-    e->mode = mode;
-    e->qd = qd;
-    e->subid = GetCurrentSubTransactionId();
-    e->id = id;
-    e->id_serial = identity_serial(id);
-    e->budget = b;
-    e->estimate = estimate;
-    e->deposit = deposit;
-    e->tokens_left = tokens_left;
-    e->measured = 0;
-    e->charged = deposit;
-    e->unowed = 0;
-    e->allowed_ms = 0;
-    e->stats_charge = 0;
-    INSTR_TIME_SET_ZERO(e->pass_start);
-    e->priced = features != nullptr;
-    if (features != nullptr) e->features = *features;
-    e->workers = workers;
-    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
-    last_opened = e;
-    return e;
+    return open_record(qd, id, b, mode, estimate, deposit, tokens_left, features, workers);
 }
 
 OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
@@ -391,6 +461,23 @@ OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget
         return;
     }
     open_execution(qd, id, b, mode, estimate, deposit, tokens_left, features, planned_workers(qd->plannedstmt));
+}
+
+// A statement with nothing to price, started in reject mode: admitted against
+// its bucket's debt by the lock-free board and its record opened in one step,
+// as admit_unpriced() -> admit() -> metering_admitted() would (the calls and
+// their arguments were a sixth of what the hook added to a select-only
+// statement). False: the general path decides (inside a pass nobody meters,
+// true-up off, or a board that cannot prove the bucket out of debt).
+OT_HOT bool metering_start_unpriced(QueryDesc* qd) {
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    if (running != nullptr) return true;  // on the outer statement's clock
+    if (run_depth != 0 || !true_up_enabled()) return false;
+    double tokens_left;
+    if (!bucket_quick_admit(id, b, &tokens_left)) return false;
+    open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
+    return true;
 }
 
 LastStatement last_statement() { return last; }

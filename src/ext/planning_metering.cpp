@@ -17,10 +17,12 @@ extern "C" {
 // charged, as an executor pass's is. It has no deadline of its own:
 // statement_timeout bounds it, and its charge refuses what comes next.
 namespace ot::ext {
+
+int planning_depth = 0;  // the planner evaluating functions plans their queries too
+
 namespace {
 
 planner_hook_type prev_planner = nullptr;
-int planning_depth = 0;  // the planner evaluating functions plans their queries too
 
 PlannedStmt* call_planner(Query* parse, const char* query, int options, ParamListInfo params) {
     return prev_planner ? prev_planner(parse, query, options, params)
@@ -58,7 +60,6 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
 
 }  // namespace
 
-bool planning_in_progress() { return planning_depth > 0; }
 
 void install_planning_metering() {
     prev_planner = planner_hook;

@@ -60,7 +60,9 @@ void flush_at_exit(int, Datum) {
     flush_stats();
 }
 
-OT_HOT void adopt(const IdentityKey& id, std::uint64_t serial) {
+// The identity of what is pending becomes id: a no-op when it is already
+// (known by its serial inline, in settle(); compared here).
+void adopt(const IdentityKey& id, std::uint64_t serial) {
     if (pending.has_id && ((serial != 0 && serial == pending.serial) || same_id(pending.id, id))) {
         if (serial != 0) pending.serial = serial;
         return;
@@ -100,13 +102,13 @@ OT_HOT inline void add_stats(double charge, double measured) {
 
 OT_HOT void owe(const IdentityKey& id, core::Budget b, double amount, std::uint64_t serial) {
     if (amount == 0) return;
-    adopt(id, serial);
+    if (unlikely(serial == 0 || serial != pending.serial || !pending.has_id)) adopt(id, serial);
     add_owed(b, amount);
 }
 
 OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double charge, double measured,
                    std::uint64_t serial) {
-    adopt(id, serial);
+    if (unlikely(serial == 0 || serial != pending.serial || !pending.has_id)) adopt(id, serial);
     add_owed(b, owed);
     add_stats(charge, measured);
 }

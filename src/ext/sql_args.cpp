@@ -40,22 +40,20 @@ IdentityKey arg_identity(FunctionCallInfo fcinfo, int n) {
     return make_identity_key(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
-namespace {
 // The login role's name is looked up once per session authorization, not per
 // statement (a role renamed meanwhile keeps paying under its old name until then).
-Oid cached_role = InvalidOid;
-IdentityKey cached;
-}  // namespace
+Oid own_identity_role = InvalidOid;
+IdentityKey own_identity_role_key;
+std::uint64_t own_identity_role_serial = 0;
 
 const IdentityKey* own_identity_last = nullptr;
 std::uint64_t own_identity_serial = 0;
 
 namespace {
 std::uint64_t serials = 0;  // numbers every key written below
-std::uint64_t cached_serial = 0;
 }  // namespace
 
-const IdentityKey& own_identity() {
+const IdentityKey& own_identity_slow() {
     if (const char* id = identity_override()) {
         // Read again only when the setting was assigned since (SET, RESET, a
         // transaction's end undoing a SET LOCAL all assign it).
@@ -76,20 +74,20 @@ const IdentityKey& own_identity() {
     }
     // The login role: SET ROLE to a group role does not open a second budget.
     const Oid role = GetSessionUserId();
-    if (role != cached_role) {
+    if (role != own_identity_role) {
         const char* name = GetUserNameFromId(role, false);
-        cached = make_identity_key(name, std::strlen(name));
-        cached_role = role;
-        cached_serial = ++serials;
+        own_identity_role_key = make_identity_key(name, std::strlen(name));
+        own_identity_role = role;
+        own_identity_role_serial = ++serials;
     }
-    own_identity_last = &cached;
-    own_identity_serial = cached_serial;
-    return cached;
+    own_identity_last = &own_identity_role_key;
+    own_identity_serial = own_identity_role_serial;
+    return own_identity_role_key;
 }
 
 const IdentityKey* own_identity_if_known() {
     if (identity_override() != nullptr) return &own_identity();
-    return GetSessionUserId() == cached_role ? &cached : nullptr;
+    return GetSessionUserId() == own_identity_role ? &own_identity_role_key : nullptr;
 }
 
 }  // namespace ot::ext

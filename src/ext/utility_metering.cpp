@@ -1,4 +1,5 @@
 #include "ext/execution.hpp"
+#include "ext/hot.hpp"
 #include "ext/density_grid.hpp"
 #include "ext/hook.hpp"
 #include "ext/sql_args.hpp"
@@ -92,12 +93,46 @@ bool finishes_prepared(const Node* n) {
     return k == TRANS_STMT_COMMIT_PREPARED || k == TRANS_STMT_ROLLBACK_PREPARED;
 }
 
-void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
-                ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
-    // EXECUTE, SET, BEGIN, COMMIT...: straight on, without packing the call.
+// The kinds of statement this hook may do something for: does_work()'s, and
+// TransactionStmt (COMMIT/ROLLBACK PREPARED). Every other kind (EXECUTE, SET,
+// BEGIN, ...) goes straight on by a tail call, with no frame of ours.
+inline bool may_meter(NodeTag tag) {
+    switch (tag) {
+        case T_IndexStmt:
+        case T_ReindexStmt:
+        case T_ClusterStmt:
+        case T_VacuumStmt:
+        case T_RefreshMatViewStmt:
+        case T_CreateTableAsStmt:
+        case T_CopyStmt:
+        case T_AlterTableStmt:
+        case T_CreateStatsStmt:
+        case T_DoStmt:
+        case T_CallStmt:
+        case T_FetchStmt:
+        case T_ConstraintsSetStmt:
+        case T_TransactionStmt: return true;
+        default: return false;
+    }
+}
+
+void on_utility_slow(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
+                     ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc);
+
+OT_HOT void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
+                       ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
+    if (likely(!may_meter(nodeTag(pstmt->utilityStmt)))) {
+        if (prev_utility) return prev_utility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+        return standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    }
+    on_utility_slow(pstmt, query, read_only_tree, context, params, env, dest, qc);
+}
+
+__attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* query, bool read_only_tree,
+                                               ProcessUtilityContext context, ParamListInfo params,
+                                               QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     const bool finishes = finishes_prepared(pstmt->utilityStmt);
-    if (likely(!finishes && !metered_here(pstmt)))
-        return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    if (!finishes && !metered_here(pstmt)) return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
     if (finishes) return meter_finish_prepared(call_utility, &c);
     const IdentityKey id = own_identity();
