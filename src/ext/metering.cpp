@@ -287,11 +287,34 @@ void top_level_aborted(SubTransactionId from) {
     if (proc_exit_inprogress) flush_settlements();  // the exit's own flush may have run already
 }
 
+// A portal whose executor started inside another statement (a cursor that a
+// function opened and returned: its ExecutorStart was on the outer clock and
+// opened no record) and now runs at the top level, from a FETCH: it gets a
+// record of its own here, so that, as a DECLAREd cursor's passes, each pass is
+// admitted against a debt, cut off at its deadline and charged. It had none:
+// its FETCHes ran whatever their length while the bucket was in debt, and
+// paid only after the fact, as the FETCH message's unmetered time.
+Execution* adopt_portal(QueryDesc* qd) {
+    const Mode mode = current_mode();
+    if (mode == Mode::Off || !true_up_enabled() || MyBackendType != B_BACKEND || !shared_memory_ready() ||
+        pricing_in_progress() || planning_in_progress())  // (the planning meter's clock is on)
+        return nullptr;
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    const double tokens_left = admit_further_pass(id, b, mode);  // refused while in debt
+    return open_execution(qd, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
+}
+
 OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (run_depth == 0) {
         Execution* e = find_open(qd);
-        if (e == nullptr && IsParallelWorker() && current_mode() != Mode::Off && shared_memory_ready())
-            return worker_pass(pass, qd, dir, count, once);
+        if (e == nullptr) {
+            if (IsParallelWorker()) {
+                if (current_mode() != Mode::Off && shared_memory_ready()) return worker_pass(pass, qd, dir, count, once);
+            } else if (pass == Pass::Run) {
+                e = adopt_portal(qd);
+            }
+        }
         return top_level(e, pass, qd, dir, count, once);
     }
     unmetered(pass, qd, dir, count, once);

@@ -105,6 +105,36 @@ left=$(tokens)
 echo "# three FETCH 3 passes of 100 ms rows: tokens $left of 60000"
 check "each pass was charged (>= 850 ms for 9 rows of 100 ms)" approx "$left" "<" 59150
 
+# --- a cursor that a function opened and returned is a cursor like a DECLAREd one: each FETCH pass
+# is admitted against a debt and cut off at its deadline (its executor started inside the function's
+# statement, so no record was opened, and its FETCHes ran unbounded, refused by nothing, paid after)
+q "CREATE FUNCTION open_slow(n int) RETURNS refcursor LANGUAGE plpgsql AS \$\$
+     DECLARE c refcursor := 'fc'; BEGIN OPEN c FOR SELECT pg_sleep(0.1), i FROM generate_series(1, n) i; RETURN c; END \$\$;
+   ALTER ROLE tiles SET ogc_throttle.capacity = 300; ALTER ROLE tiles SET ogc_throttle.cutoff_grace = 0" >/dev/null
+reset_tiles
+start=$(date +%s.%N)
+t -c "BEGIN" -c "SELECT open_slow(50)" -c "FETCH ALL FROM fc" -c "COMMIT" >/dev/null
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "# FETCH ALL of a function's cursor (50 rows of 100 ms) on a 300 ms budget: $(grep -m1 ERROR "$DIR/t.err"), after ${took}s"
+check "a FETCH from a function's cursor past the budget is cancelled with 53T01" \
+  grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/t.err"
+check "... within 2 s (took $took s)" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
+q "ALTER ROLE tiles SET ogc_throttle.cutoff_grace = '200ms'" >/dev/null
+reset_tiles
+# Another session of the role overruns its budget by the grace (cut off after 500 ms of a 300 ms
+# budget) between the cursor's opening and its FETCH.
+t <<SQL >/dev/null
+BEGIN;
+SELECT open_slow(5);
+\! psql -X -q -h "$DIR" -p "$PORT" -U tiles -d postgres -c "SELECT pg_sleep(1)" 2>/dev/null
+FETCH ALL FROM fc;
+COMMIT;
+SQL
+echo "# the FETCH after the other session's overrun (tokens $(tokens)): $(grep -m1 ERROR "$DIR/t.err")"
+check "in debt, a FETCH from a function's cursor is refused with 53T01" \
+  grep -q 'ERROR:  53T01: ogc_throttle: statement refused: budget exhausted' "$DIR/t.err"
+q "ALTER ROLE tiles RESET ogc_throttle.cutoff_grace; ALTER ROLE tiles SET ogc_throttle.capacity = 60000" >/dev/null
+
 # --- SET ROLE to a group role does not open a second budget
 reset_tiles; q "SELECT throttle_reset('grp')" >/dev/null
 t -c "SET ROLE grp" -c "SELECT pg_sleep(0.2)" >/dev/null
