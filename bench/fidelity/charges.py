@@ -23,9 +23,9 @@ report joins:
 and prints the total ratio, the distribution of per-statement ratios and the statements below 0.9.
 """
 import math
-import re
 import sys
 
+from durlog import tagged
 from rankstats import quantile
 
 
@@ -51,19 +51,12 @@ def gen(path, prefix, serial=False):
         print("SELECT %d, estimate, measured, charged FROM throttle_last_statement();" % i)
 
 
-DUR = re.compile(r"duration: ([0-9.]+) ms  (?:statement|execute [^:]*): /\*fid:([^*]+)\*/")
-
-
 def durations(log_path):
     """tag -> summed duration (ms) and count of lines."""
     d = {}
-    with open(log_path, errors="replace") as f:
-        for line in f:
-            m = DUR.search(line)
-            if m:
-                ms, tag = float(m.group(1)), m.group(2)
-                s, n = d.get(tag, (0.0, 0))
-                d[tag] = (s + ms, n + 1)
+    for tag, ms in tagged(log_path, "fid"):
+        s, n = d.get(tag, (0.0, 0))
+        d[tag] = (s + ms, n + 1)
     return d
 
 

@@ -13,9 +13,9 @@ samples, so the estimate is judged here against the same thing: PostgreSQL's own
 session, the hook off), a warm-up pass and then three passes in the orders measure.sql uses, the
 median of the three per query.
 """
-import re
 import sys
 
+from durlog import tagged
 from rankstats import quantile
 
 ORDERS = (389, 577, 811)  # as measure.sql: id*k mod 1009 is a permutation for k < 1009
@@ -36,16 +36,12 @@ def gen(path):
             print("/*fidt:%d:%d*/ %s;" % (i, p, sql))
 
 
-DUR = re.compile(r"duration: ([0-9.]+) ms  statement: /\*fidt:(\d+):(\d+)\*/")
-
-
 def read(log_path):
     runs = {}
-    with open(log_path, errors="replace") as f:
-        for line in f:
-            m = DUR.search(line)
-            if m and m.group(3) != "0":
-                runs.setdefault(int(m.group(2)), []).append(float(m.group(1)))
+    for tag, ms in tagged(log_path, "fidt"):
+        i, p = tag.split(":")
+        if p != "0":  # the warm-up pass
+            runs.setdefault(int(i), []).append(ms)
     for i in sorted(runs):
         print("%d\t%r\t{%s}" % (i, quantile(runs[i], 0.5), ",".join(repr(x) for x in runs[i])))
 

@@ -26,8 +26,9 @@ same?), and each variant's charged / measured.
 import math
 import os
 import random
-import re
 import sys
+
+from durlog import tagged
 
 REPS = 3
 
@@ -239,9 +240,6 @@ def gen(cities_path, nt, seed, outdir):
             f.write("%s\t%s\t%s\n" % (role, dict(roles)[role], path))
 
 
-DUR = re.compile(r"duration: ([0-9.]+) ms  (?:statement|execute [^:]*): /\*fid:([^*]+)\*/")
-
-
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
@@ -261,11 +259,8 @@ def report(outdir, bpath, logpath):
         if len(f) >= 2 and f[1] not in ("", "\\N"):
             debit[f[0]] = float(f[1])
     dur = {}
-    with open(logpath, errors="replace") as f:
-        for line in f:
-            m = DUR.search(line)
-            if m:
-                dur[m.group(2)] = dur.get(m.group(2), 0.0) + float(m.group(1))
+    for tag, ms in tagged(logpath, "fid"):
+        dur[tag] = dur.get(tag, 0.0) + ms
     # runs[(shape, k)][variant] = [(charged, measured)]
     runs = {}
     missing = 0
