@@ -36,11 +36,13 @@ ms=${r% *}; spent=$(spent_since "$before")
 echo "# CREATE INDEX: measured/charged '$r' ms, bucket spent $spent"
 check "CREATE INDEX on 300 000 points is measured (${ms} ms)" ge "$ms" 20
 check "... and the bucket paid it ($spent of $ms)" ge "$spent" "$(awk -v m="$ms" 'BEGIN { print m * 0.9 }')"
+# (against the rebuilds' own measured times: a warm rebuild took 460 ms after a first build of 670)
 before=$(tokens)
-u -c "DROP INDEX pts_g" -c "CREATE INDEX pts_g ON pts USING gist (g)" -c "DROP INDEX pts_g" \
-  -c "CREATE INDEX pts_g ON pts USING gist (g)" >/dev/null
+again=$(u -c "DROP INDEX pts_g" -c "CREATE INDEX pts_g ON pts USING gist (g)" -c "$LAST" -c "DROP INDEX pts_g" \
+  -c "CREATE INDEX pts_g ON pts USING gist (g)" -c "$LAST" | awk '{ s += $1 } END { print s + 0 }')
 spent=$(spent_since "$before")
-check "two more rebuilds are charged again ($spent ms)" ge "$spent" "$(awk -v m="$ms" 'BEGIN { print m * 1.5 }')"
+check "two more rebuilds are charged again ($spent ms, measured $again)" \
+  ge "$spent" "$(awk -v m="$again" 'BEGIN { print (m > 40 ? m : 1e9) * 0.9 }')"
 
 # --- a DO block's loop never reaches the executor hooks, but it pays ----------------
 before=$(tokens)
