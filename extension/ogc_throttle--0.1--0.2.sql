@@ -65,10 +65,15 @@ CREATE FUNCTION throttle_calibration_all(
 CREATE VIEW throttle_calibration AS SELECT * FROM throttle_calibration_all();
 COMMENT ON VIEW throttle_calibration IS
     'What throttle_calibrate() would fit now, without storing it; no rows while no sample is kept.';
-REVOKE ALL ON FUNCTION throttle_calibrate(boolean), throttle_calibration_all() FROM PUBLIC;
+CREATE FUNCTION throttle_samples(OUT measured float8, OUT estimate float8, OUT classes text)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'throttle_samples' LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION throttle_samples() IS
+    'The kept calibration samples, oldest first: the milliseconds each priced statement took (its executor passes and the server time of its messages outside them: parsing, planning, the answer), its estimate with the configured weights, and the cost classes its estimate was made of.';
+REVOKE ALL ON FUNCTION throttle_calibrate(boolean), throttle_calibration_all(), throttle_samples() FROM PUBLIC;
 REVOKE ALL ON throttle_calibration FROM PUBLIC;
 GRANT SELECT ON throttle_calibration TO pg_monitor;
-GRANT EXECUTE ON FUNCTION throttle_calibration_all() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION throttle_calibration_all(), throttle_samples() TO pg_monitor;
 
 ------------------------------------------------------------------------------
 -- fidelity: plan-wide pricing — density grids and the price's feature vector.

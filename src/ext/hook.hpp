@@ -37,6 +37,8 @@ void install_planning_metering();
 // The planner is planning a top-level statement (the queries it analyses are part of it).
 extern int planning_depth;
 inline bool planning_in_progress() { return planning_depth > 0; }
+// Milliseconds the planning meter has timed in this backend.
+extern double planning_ms_total;
 // Charges what each client message made the backend do that no meter timed,
 // when the backend answers it (message_metering.cpp).
 void install_message_metering();

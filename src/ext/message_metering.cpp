@@ -3,6 +3,7 @@
 #include "ext/hook.hpp"
 #include "ext/metering.hpp"
 #include "ext/settlement.hpp"
+#include "ext/statement_samples.hpp"
 #include "ext/sql_args.hpp"
 
 #include <ctime>
@@ -88,6 +89,7 @@ bool fastpath_answered = false;  // the mark is a fast-path call's answer: its c
 bool cpu_marked = false;          // the mark left an implicit transaction that wrote
 double cpu_at_mark = 0;           // the backend's CPU time there, ms
 double pending_ms = 0;        // accounted for, not yet charged
+double planning_at_mark = 0;  // planning_ms_total at the mark
 
 // A client backend with the shared table (fixed for the backend's life once
 // true), under a metering mode.
@@ -260,20 +262,27 @@ inline void answered(char type) {
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read
+    double unmetered = 0;
     if (type != 'Z') {
         now = GetCurrentTimestamp();
-        add_pending(account(now, debug_query_string != nullptr, start, now_metered), true);
+        unmetered = account(now, debug_query_string != nullptr, start, now_metered);
+        add_pending(unmetered, true);
     } else if (fastpath_answered) {
         // the call's commit, up to its error if it failed
-        add_pending(account(error_at != 0 ? error_at : GetCurrentTimestamp(), true, start, now_metered), false);
+        unmetered = account(error_at != 0 ? error_at : GetCurrentTimestamp(), true, start, now_metered);
+        add_pending(unmetered, false);
     } else if (cpu_marked && start == message) {
         // only unstamped messages since the mark: a Sync's commit, failed or
         // not, by its CPU time, what the meters timed taken out
-        add_pending(cpu_ms() - cpu_at_mark - (now_metered - metered_at_mark), false);
+        unmetered = cpu_ms() - cpu_at_mark - (now_metered - metered_at_mark);
+        add_pending(unmetered, false);
     } else if (error_at != 0) {
         // what the failed message did until its error
-        add_pending(account(error_at, error_in_text, start, now_metered), false);
+        unmetered = account(error_at, error_in_text, start, now_metered);
+        add_pending(unmetered, false);
     }
+    statement_overhead(type, unmetered + (planning_ms_total - planning_at_mark));
+    planning_at_mark = planning_ms_total;
     restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V', start, now_metered);
 }
 
@@ -289,6 +298,8 @@ OT_HOT int watched_putmessage(char type, const char* s, size_t len) {
 }
 
 }  // namespace
+
+bool answers_watched() { return whereToSendOutput == DestRemote && metered_backend(); }
 
 void admission_waited(double ms) {
     commit_phase_waited(ms);

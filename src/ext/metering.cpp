@@ -11,6 +11,7 @@
 #include "ext/hook.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
+#include "ext/statement_samples.hpp"
 #include "ext/settlement.hpp"
 #include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
@@ -115,7 +116,7 @@ __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) 
 // leaves its time unknown).
 __attribute__((always_inline)) inline void finish_inline(Execution* e, bool completed) {
     if (completed && e->priced && !e->cutoff && e->measured > 0)
-        refit_due |= sample_record(e->features, e->measured);
+        refit_due |= statement_sample(e, e->features, e->measured);
     double owed = e->unowed;
     if (e->deposit > 0 && charges(*e)) {
         owed -= e->deposit;
@@ -454,6 +455,12 @@ void meter_failed(Execution* e) { pass_failed(e); }
 void close_execution(Execution* e, bool completed) { finish(e, completed); }
 
 bool metering_nested() { return running != nullptr; }
+
+const void* open_priced_record() {
+    return last_opened != nullptr && last_opened->in_use && last_opened->priced ? last_opened : nullptr;
+}
+bool record_open(const void* record) { return static_cast<const Execution*>(record)->in_use; }
+void request_refit() { refit_due = true; }
 
 
 OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,

@@ -19,6 +19,7 @@ extern "C" {
 namespace ot::ext {
 
 int planning_depth = 0;  // the planner evaluating functions plans their queries too
+double planning_ms_total = 0;
 
 namespace {
 
@@ -51,6 +52,7 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
         planning_depth--;
         const double ms = elapsed_ms(start);
         count_measured(ms);
+        planning_ms_total += ms;
         const double charged = mode != Mode::Log ? ms : 0.0;
         settle(id, b, charged, charged, ms);
     }

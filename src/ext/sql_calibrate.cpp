@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 }
@@ -61,6 +62,30 @@ OT_SQL_FUNCTION(throttle_calibration_all) {
     size_t kept = 0;
     const core::Calibration c = fit_all(&kept);
     put_rows(fcinfo, c);
+    return (Datum)0;
+}
+
+// The store itself, for an administrator checking what a fit learns from.
+OT_SQL_FUNCTION(throttle_samples) {
+    require_shared_memory();
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    const core::CostModel m = configured_cost_model();
+    size_t n = 0;
+    core::Sample* s = samples_snapshot(&n);
+    StringInfoData classes;
+    initStringInfo(&classes);
+    for (size_t i = 0; i < n; i++) {
+        resetStringInfo(&classes);
+        for (int c = 0; c < core::kCostClasses; c++)
+            if (s[i].features.calls[c] > 0)
+                appendStringInfo(&classes, "%s%s", classes.len > 0 ? "," : "",
+                                 core::cost_class_name(static_cast<core::CostClass>(c)));
+        Datum values[] = {Float8GetDatum(s[i].measured_ms), Float8GetDatum(core::price_of(m, s[i].features)),
+                          CStringGetTextDatum(classes.data)};
+        bool nulls[lengthof(values)] = {};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
     return (Datum)0;
 }
 

@@ -58,6 +58,38 @@ est_off=$(q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_ro
          SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'")
 check "calibration = off: the administrator's weights again ($est_off)" awk -v e="$est_off" 'BEGIN { exit !(e >= 50) }'
 
+# A sample is the statement as its client runs it (bench/README.md, "Timed as a client's statement"):
+# what the metering charges, planning and the rest of its messages included, not its executor time
+# alone. Nine relations joined with the collapse limits raised plan for ~100 ms around a search that
+# executes in under a millisecond. Compared with the server's own duration lines (summed, for the
+# extended protocol's Parse, Bind and Execute), tagged.
+q "CREATE TABLE k AS SELECT i FROM generate_series(1, 10) i; ANALYZE k" >/dev/null
+joins=""; conds=""
+for j in $(seq 1 8); do joins+=", k k$j"; conds+=" AND k$j.i = p.i"; done
+plan_heavy="SELECT count(*) FROM pts p $joins WHERE ST_DWithin(p.geom, ST_SetSRID(ST_MakePoint(0.5, 0.1), 4326), 0.001) $conds /*plan_heavy_TAG*/"
+heavy_settings="SET ogc_throttle.mode = 'log'; SET join_collapse_limit = 20; SET from_collapse_limit = 20"
+last_sample() { q "SELECT round(measured::numeric, 2) FROM throttle_samples() WITH ORDINALITY s(measured, estimate, classes, n) ORDER BY n DESC LIMIT 1"; }
+logged() {  # TAG: the durations (ms, summed) of the statement's lines
+  grep -a " LOG:  duration: .*plan_heavy_$1" "$DIR/server.log" |
+    awk '{ for (i = 1; i < NF; i++) if ($i == "duration:") { s += $(i + 1); break } } END { printf "%.2f", s }'
+}
+executor=$(pg_psql "$DIR" "$PORT" -d postgres -At -c "$heavy_settings" -c "SET log_min_duration_statement = 0" \
+  -c "${plan_heavy/TAG/simple}" -c "SELECT round(measured::numeric, 2) FROM throttle_last_statement()" | tail -1)
+sample=$(last_sample); took=$(logged simple)
+echo "# simple Query: sample $sample ms, executor $executor ms, duration line $took ms"
+check "the plan-heavy statement's time is mostly planning (executor $executor of $took ms)" \
+  awk -v e="$executor" -v t="$took" 'BEGIN { exit !(t > 20 && e < 0.3 * t) }'
+check "its sample is the statement's time, planning included ($sample of $took ms, 0.8-1.2)" \
+  awk -v s="$sample" -v t="$took" 'BEGIN { exit !(s >= 0.8 * t && s <= 1.2 * t + 1) }'
+PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
+echo "${plan_heavy/TAG/extended}" >"$DIR/heavy.sql"; chmod 644 "$DIR/heavy.sql"
+as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=postgres dbname=postgres options='-c ogc_throttle.mode=log -c join_collapse_limit=20 -c from_collapse_limit=20 -c log_min_duration_statement=0'" \
+  "$DIR/heavy.sql" >/dev/null
+sample=$(last_sample); took=$(logged extended)
+echo "# Parse, Bind, Execute, Sync: sample $sample ms, duration lines $took ms"
+check "through the extended protocol too, the Bind's planning included ($sample of $took ms, 0.8-1.2)" \
+  awk -v s="$sample" -v t="$took" 'BEGIN { exit !(t > 20 && s >= 0.8 * t && s <= 1.2 * t + 1) }'
+
 # Automatic refits: with calibration = apply, a fit every 1000 samples (max_samples 5000 here) and no
 # call of throttle_calibrate(). A restart empties the store and forgets the fit.
 bad_estimate() {
