@@ -6,7 +6,9 @@ For each price (the hook's estimate, the planner's total_cost, the charged amoun
   under p95 / max   under-pricing: r_i = ms_i / price_i, scaled by the median r over all
             queries (so the unit does not matter); p95 and max of r over the set
   ratio     median ms / price (what one cost unit is worth in ms; 1.0 when prices are ms)
-usage: analyze.py results.tsv [--fit]  (--fit: fit weights to the features, NNLS on relative error)
+usage: analyze.py results.tsv [--fit] [--executor-charge]
+  --fit: fit weights to the features, NNLS on relative error
+  --executor-charge: say under the table that the charged column is the executor passes' charge only
 """
 import json
 import math
@@ -76,6 +78,9 @@ for name, rs in [("all", rows)] + [(c, [r for r in rows if r["cls"] == c]) for c
 print()
 print("ms per unit (median of ms/price): estimate %s, planner %s, charged %s" % (
     fmt(scales["estimate"], "%.4g"), fmt(scales["planner"], "%.4g"), fmt(scales["charged"], "%.4g")))
+if "--executor-charge" in sys.argv:
+    print("(charged: throttle_last_statement().charged, what the executor passes were charged; a client's statement is\n"
+          " also charged its planning, parsing and answer: CHARGES=1 compares the whole charge with the duration lines)")
 
 # The worst under-priced queries by the estimate, to read.
 if scales["estimate"]:

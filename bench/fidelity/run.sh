@@ -141,7 +141,7 @@ if [ "$TOPLEVEL" = 1 ]; then
   [ -n "${KEEP:-}" ] && cp "$work/results_top.tsv" "$KEEP/"
   echo
   echo "### measured: the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
-  $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit}
+  $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit} --executor-charge
 fi
 fi
 
