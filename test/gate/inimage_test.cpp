@@ -131,6 +131,8 @@ TEST(InImage, FreshDrawingIsBoundedPerSecond) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GT(drawn, 0);
     EXPECT_LE(drawn * 4e6, 64e6 * (1 + secs) + 1) << "drawn " << drawn << " in " << secs << " s";
-    if (secs < 1.5) EXPECT_GT(refused, 0) << "past the drawing budget the XML report stands (" << secs << " s)";
+    if (secs < 1.5) {
+        EXPECT_GT(refused, 0) << "past the drawing budget the XML report stands (" << secs << " s)";
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // refilled for the tests after this one
 }
