@@ -185,10 +185,12 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     else
         standard_ExecutorStart(qd, eflags);
     // Parallel workers run a fragment of a statement the leader already paid
-    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+    // for; queries that pricing itself runs (spatial_ref_sys) are part of it,
+    // and so are those of a function the planner runs (constant folding): the
+    // planning meter's clock is on them.
     const Mode mode = current_mode();
     if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
-        !shared_memory_ready())
+        planning_in_progress() || !shared_memory_ready())
         return;
     if (!calls_extension_functions(qd->plannedstmt)) {
         if (mode == Mode::Reject && metering_start_unpriced(qd)) return;

@@ -115,6 +115,20 @@ u "${EXHAUSTIVE[@]}" -c "$J" -c "$J" >/dev/null
 check "in debt from planning, the next EXPLAIN is refused with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err"
 q "ALTER ROLE util SET ogc_throttle.capacity = 60000" >/dev/null
 
+# --- a query run while planning is on the planning meter's clock only: charged once -----------------------
+# The planner runs an IMMUTABLE function with constant arguments (constant folding); the queries it runs
+# were metered as statements of their own as well: 0.3 s of pg_sleep was charged twice.
+q "CREATE FUNCTION slow_const() RETURNS int IMMUTABLE LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(0.3); RETURN 1; END \$\$;
+   GRANT EXECUTE ON FUNCTION slow_const() TO util; ALTER ROLE util SET log_min_duration_statement = 0" >/dev/null
+q "SELECT throttle_reset('util')" >/dev/null
+u -c "SELECT slow_const() /*folded*/" >/dev/null
+spent=$(spent_since 60000)
+took=$(grep -a ' LOG:  duration: .*folded' "$DIR/server.log" | tail -1 | awk '{ for (i = 1; i < NF; i++) if ($i == "duration:") print $(i + 1) }')
+echo "# SELECT slow_const(), folded by the planner: duration line ${took} ms, bucket charged $spent ms"
+check "a function the planner runs is charged once ($spent of ${took:-?} ms, 0.9-1.2)" \
+  awk -v s="$spent" -v t="${took:-0}" 'BEGIN { exit !(t >= 300 && s >= 0.9 * t && s <= 1.2 * t) }'
+q "ALTER ROLE util RESET log_min_duration_statement" >/dev/null
+
 # --- with ogc_throttle.true_up = off (0.1 behaviour) utility statements are not metered ---------------
 q "SELECT throttle_reset('util')" >/dev/null
 before=$(tokens)
