@@ -9,6 +9,7 @@
 #include "ext/metering.hpp"
 #include "ext/settlement.hpp"
 #include "ext/plan_pricing.hpp"
+#include "ext/statement_samples.hpp"
 #include "ext/settings.hpp"
 #include "ext/sqlstates.hpp"
 #include "ext/sql_args.hpp"
@@ -145,7 +146,10 @@ void price_and_charge(QueryDesc* qd) {
     const Mode mode = current_mode();
     const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
     const double cost = p.ncalls > 0 ? p.price.total : 0.0;
-    if (p.ncalls > 0) count_hook_event(HookEvent::Priced);
+    if (p.ncalls > 0) {
+        count_hook_event(HookEvent::Priced);
+        priced_statement_admitted();
+    }
     const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
 

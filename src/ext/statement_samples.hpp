@@ -9,6 +9,7 @@
 #include "ext/pg.hpp"
 
 #include "core/statement_cost.hpp"
+#include "ext/hot.hpp"
 
 namespace ot::ext {
 
@@ -16,10 +17,24 @@ namespace ot::ext {
 // after exec_ms of executor passes. Its sample is kept now, or when its last
 // message is answered. True when a refit became due.
 bool statement_sample(const void* record, const core::PlanFeatures& f, double exec_ms);
+// hook.cpp: a priced statement was admitted (its answers are watched).
+void priced_statement_admitted();
 
 // message_metering.cpp, at each answer: ms of server time outside the
 // executor since the previous answer (what no meter timed, and planning).
-void statement_overhead(char type, double ms);
+// Inline for the usual answer, when no priced statement is about.
+extern double sample_open_ms;  // since the last statement-ending answer
+extern bool sample_pending;    // a priced statement is about: the slow path decides
+void statement_overhead_slow(char type);
+inline void statement_overhead(char type, double ms) {
+    sample_open_ms += ms;
+    if (type == '1' || type == '2') return;  // ParseComplete, BindComplete: the statement goes on
+    if (likely(!sample_pending)) {
+        sample_open_ms = 0;
+        return;
+    }
+    statement_overhead_slow(type);
+}
 
 // message_metering.cpp: answers are watched here (a client backend with a
 // socket under a metering mode); otherwise a sample is its executor time.
