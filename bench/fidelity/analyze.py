@@ -96,7 +96,7 @@ if "--fit" in sys.argv:
     names = sorted(set(k for r in fr for k in r["features"] if k != "unpriced"))
     # The calls' own classes keep only a fixed term when the plan is priced; worker has only a fixed term.
     fixed_only = {"bbox", "radius", "tile", "features", "worker"}
-    rows_only = {"encode", "distance", "function", "page"}
+    rows_only = {"encode", "distance", "function", "page", "output"}
     cols = []  # (class, 0 calls | 1 rows)
     for n in names:
         if n not in rows_only:

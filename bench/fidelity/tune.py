@@ -24,7 +24,7 @@ from rankstats import quantile, spearman as rank_correlation
 DEFAULTS = {"bbox": (0.025, 0), "radius": (0.037, 0), "features": (0.025, 0), "tile": (0.022, 0),
             "scan": (0.017, 0.0003), "join": (0.034, 0.0025), "encode": (0, 0.001), "distance": (0, 0.0039),
             "worker": (32, 0), "function": (0, 0.000005), "statement": (0.05, 0.0036),
-            "page": (0, 0.0011)}
+            "page": (0, 0.0011), "output": (0, 0.0004)}
 TUNED = ("scan", "join", "encode", "distance", "worker", "statement", "page")
 # Where the search starts a weight the defaults leave at 0 (it scales weights multiplicatively);
 # page has no fixed term.

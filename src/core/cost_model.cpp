@@ -50,6 +50,7 @@ const char* cost_class_name(CostClass c) noexcept {
         case CostClass::Function: return "function";
         case CostClass::Statement: return "statement";
         case CostClass::Page: return "page";
+        case CostClass::Output: return "output";
     }
     return "unknown";
 }
@@ -90,6 +91,7 @@ CostModel default_cost_model() noexcept {
     m.of(CostClass::Function) = {0.0, 0.000005, 0.0};  // per row and unit of procost of an otherwise unpriced function
     m.of(CostClass::Statement) = {0.05, 0.0036, 0.0};   // per statement (executor start-up); per plan node
     m.of(CostClass::Page) = {0.0, 0.0011, 0.0};        // per heap page an index or bitmap scan fetches
+    m.of(CostClass::Output) = {0.0, 0.0004, 0.0};      // per row returned (output functions, sending; doc/cost-model.md)
     m.density_per_km2 = 10.0;
     m.tile_max_rows = 50000.0;
     m.cost_max = 500.0;

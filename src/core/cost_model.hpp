@@ -22,9 +22,11 @@ namespace ot::core {
 //            other class carries); per "row": each node of its plan (initialised and ended once)
 //  Page:     per "row": each heap page an index or bitmap scan fetches (a random page costs
 //            as much as many rows on it: a sparse search reads about a page a row)
+//  Output:   per "row": each row a statement returns (its columns' output functions and the
+//            bytes sent: a WFS page of 10 000 features is ten times its scan's per-row work)
 enum class CostClass : std::uint8_t { Bbox, Radius, Features, Tile, Map, Coverage, Scan, Join, Encode, Distance, Worker,
-                                     Function, Statement, Page };
-inline constexpr int kCostClasses = 14;
+                                     Function, Statement, Page, Output };
+inline constexpr int kCostClasses = 15;
 const char* cost_class_name(CostClass c) noexcept;
 // "bbox, radius, …, worker": every class name, for error messages.
 const char* cost_class_list() noexcept;

@@ -55,7 +55,7 @@ struct PricedCall {
     RowsSource rows_source;  // where `rows` came from
     int zoom;         // Tile when priced by zoom; -1 otherwise
     // Plan: what the plan-wide terms count, for explanations.
-    double scans, probes, scan_rows, upper_rows, encode_rows, predicate_rows, workers, function_work;
+    double scans, probes, scan_rows, upper_rows, encode_rows, predicate_rows, workers, function_work, output_rows;
     double scan_rows_by[kRowsSources];  // scan_rows split by where each scan's count came from
     // Filled by price_statement:
     double cost;

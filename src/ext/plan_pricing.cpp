@@ -72,6 +72,7 @@ StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params
         c->scan_rows = plan.rows[static_cast<int>(core::CostClass::Scan)];
         c->upper_rows = plan.rows[static_cast<int>(core::CostClass::Join)];
         c->encode_rows = plan.rows[static_cast<int>(core::CostClass::Encode)];
+        c->output_rows = plan.rows[static_cast<int>(core::CostClass::Output)];
         c->predicate_rows = plan.rows[static_cast<int>(core::CostClass::Distance)];
         c->function_work = plan.rows[static_cast<int>(core::CostClass::Function)];
     }
@@ -105,6 +106,7 @@ char* describe_call(const core::PricedCall& c, int index) {
                 if (c.predicate_rows > 0) appendStringInfo(&s, ", ~%.0f exact-predicate rows", c.predicate_rows);
                 if (c.workers > 0) appendStringInfo(&s, ", %g parallel worker(s)", c.workers);
                 if (c.function_work > 0) appendStringInfo(&s, ", ~%.0f function cost units", c.function_work);
+                if (c.output_rows > 0) appendStringInfo(&s, ", ~%.0f rows returned", c.output_rows);
                 break;
             case core::CallKind::Tile:
                 if (c.zoom >= 0)

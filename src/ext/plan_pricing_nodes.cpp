@@ -241,7 +241,11 @@ core::PlanFeatures plan_features(PlannedStmt* stmt, Walk* w, double rows_by[core
     c.w = w;
     // Executor start-up and shut-down: what the smallest statements mostly spend.
     c.f.calls[static_cast<int>(core::CostClass::Statement)] = 1;
-    visit(&c, stmt->planTree, 1, -1, 1);
+    const double out = visit(&c, stmt->planTree, 1, -1, 1);
+    // The rows it returns: each through its columns' output functions and onto the socket, work that
+    // EXPLAIN ANALYZE leaves out and a WFS page of thousands of features does not.
+    if (stmt->commandType == CMD_SELECT || stmt->hasReturning)
+        c.f.rows[static_cast<int>(core::CostClass::Output)] += out;
     int id = 0;
     ListCell* lc;
     foreach (lc, stmt->subplans) {

@@ -145,6 +145,8 @@ WeightGuc weight_gucs[] = {
      "Milliseconds per node of a priced statement's plan (each is initialised and ended once).", 0, 0},
     {core::CostClass::Page, nullptr, "ogc_throttle.page_cost", nullptr,
      "Milliseconds per heap page an index or bitmap scan fetches.", 0, 0},
+    {core::CostClass::Output, nullptr, "ogc_throttle.output_row_cost", nullptr,
+     "Milliseconds per row a statement returns (its columns' output functions and sending).", 0, 0},
 };
 
 void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {

@@ -45,7 +45,7 @@ grow() {
   prev=$now
 }
 grow ogc_throttle.max_identity_stats "identity statistics (per tracked identity)" 160
-grow ogc_throttle.max_samples "calibration samples" 121  # two floats per cost class (14) and the measured time: 120, and a share of the ring's header
+grow ogc_throttle.max_samples "calibration samples" 129  # two floats per cost class (15) and the measured time: 128, and a share of the ring's header
 
 # The density grids' store: the size asked for and a header of 512 slots (~72 bytes each).
 pg_stop "$DIR" fast

@@ -28,7 +28,7 @@ TEST(CostModel, DefaultModelIsValid) {
 
 TEST(CostModel, ClassListNamesEveryClass) {
     // The gate's "unknown cost class" error lists these: all of them, in order.
-    EXPECT_STREQ(cost_class_list(), "bbox, radius, features, tile, map, coverage, scan, join, encode, distance, worker, function, statement, page");
+    EXPECT_STREQ(cost_class_list(), "bbox, radius, features, tile, map, coverage, scan, join, encode, distance, worker, function, statement, page, output");
 }
 
 TEST(CostModel, InvalidModelsAreNamed) {
