@@ -25,6 +25,8 @@ SELECT show_error($$SELECT throttle_reset_all()$$);
 SELECT show_error($$SELECT throttle_stats_reset()$$);
 SELECT show_error($$SELECT count(*) FROM throttle_buckets$$);
 SELECT show_error($$SELECT count(*) FROM throttle_stats$$);
+SELECT show_error($$SELECT count(*) FROM throttle_samples()$$);
+SELECT show_error($$SET ogc_throttle.output_row_cost = 0$$);
 -- Nor may it raise its own budget or lower the prices.
 SELECT show_error($$SET ogc_throttle.capacity = 1000000$$);
 SELECT show_error($$SET ogc_throttle.rate = 1000000$$);
@@ -46,6 +48,7 @@ SELECT show_error($$SELECT throttle_reset('end-user-42')$$);
 SELECT identity, throttled FROM throttle_buckets ORDER BY identity;
 SELECT spends >= 3 AS counted FROM throttle_stats;
 SELECT identity, tokens BETWEEN 995 AND 1000 AS partly_spent FROM throttle_peek('end-user-42');
+SELECT count(*) >= 0 AS reads_samples FROM throttle_samples();
 SELECT show_error($$SELECT throttle_spend('end-user-42', 1)$$);
 SELECT show_error($$SELECT throttle_reset_all()$$);
 
