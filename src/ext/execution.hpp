@@ -46,11 +46,13 @@ struct Execution {
     core::PlanFeatures features;  // of its estimate, nested statements' included
 };
 
+// In whole nanoseconds, one conversion (INSTR_TIME_SUBTRACT's carry and
+// INSTR_TIME_GET_MILLISEC's two were a tenth of a pass's own instructions).
 inline double elapsed_ms(const instr_time& start) {
     instr_time now;
     INSTR_TIME_SET_CURRENT(now);
-    INSTR_TIME_SUBTRACT(now, start);
-    return INSTR_TIME_GET_MILLISEC(now);
+    const int64 ns = static_cast<int64>(now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec);
+    return static_cast<double>(ns) * 1e-6;
 }
 
 // Opens the record of a top-level statement just admitted (null when all 64

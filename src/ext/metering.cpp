@@ -94,7 +94,7 @@ __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) 
         const double extra = charges(*e) ? ms : 0;
         if (likely(e->unowed == 0 && e->stats_measured == 0)) {
             e->charged += extra;
-            settle(e->id, e->budget, extra, extra, ms, e->id_serial);
+            settle_measured(e->id, e->budget, extra, ms, e->id_serial);
             return;
         }
     }
@@ -146,9 +146,15 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
                                                              double tokens_left, const core::PlanFeatures* features,
                                                              int workers) {
     Execution* e = nullptr;
-    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
-        if (!open_execs[i].in_use) e = &open_execs[i];
-    if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+    if (likely(open_high == 0)) {
+        e = &open_execs[0];  // nothing open: the first slot, as the scan below would find
+        open_high = 1;
+    } else {
+        for (int i = 0; i < kMaxOpen && e == nullptr; i++)
+            if (!open_execs[i].in_use) e = &open_execs[i];
+        if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+        open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+    }
     // Field by field: zeroing the whole record (its features are most of it)
     // was a tenth of an unpriced statement's admission. features is read
     // only while priced is set.
@@ -158,8 +164,11 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->mode = mode;
     e->qd = qd;
     e->subid = GetCurrentSubTransactionId();
-    e->id = id;
-    e->id_serial = identity_serial(id);
+    // A slot reused by the same identity (the same nonzero serial: the same
+    // key) holds its 64 bytes already.
+    const std::uint64_t serial = identity_serial(id);
+    if (serial == 0 || serial != e->id_serial) e->id = id;
+    e->id_serial = serial;
     e->budget = b;
     e->estimate = estimate;
     e->deposit = deposit;
@@ -174,7 +183,6 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;
-    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
     last_opened = e;
     return e;
 }
@@ -353,8 +361,23 @@ OT_HOT void on_finish(QueryDesc* qd) {
 }
 
 OT_HOT void on_end(QueryDesc* qd) {
-    if (run_depth == 0)
-        if (Execution* e = find_open(qd)) finish_inline(e, e->ran);
+    if (run_depth == 0) {
+        Execution* e = last_opened;
+        if (likely(e != nullptr && e->qd == qd && e->in_use && e->deposit == 0 && !e->priced && e->unowed == 0 &&
+                   e->stats_measured == 0)) {
+            // Nothing priced, every pass settled as it ended (settle_pass):
+            // finish_inline with nothing to give back, sample or settle.
+            last = {true, e->estimate, e->measured, e->charged, e->cutoff};
+            e->in_use = false;
+            e->qd = nullptr;
+            if (likely(open_high == 1))
+                open_high = 0;
+            else
+                while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+        } else if ((e = find_open(qd)) != nullptr) {
+            finish_inline(e, e->ran);
+        }
+    }
     if (prev_end)
         prev_end(qd);
     else
