@@ -84,7 +84,9 @@ void on_cutoff_timeout() {
 
 // The leader's timer watches wall time while each planned parallel worker
 // spends the same budget as fast: the budget runs out that many times sooner.
-OT_HOT double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
+OT_HOT double spenders(const Execution& e) {
+    return e.workers == 0 ? 1.0 : 1 + std::min(e.workers, max_parallel_workers);
+}
 
 // How long a pass may run: what the bucket held (tokens left plus the unused
 // deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
@@ -110,23 +112,26 @@ int planned_workers_walk(const PlannedStmt* stmt) {
 
 OT_HOT void arm_cutoff(Execution* e) {
     cutoff_fired = 0;
-    e->allowed_ms = pass_allowance_ms(*e);
-    if (e->allowed_ms < 0) {
+    const double allowed = pass_allowance_ms(*e);
+    e->allowed_ms = allowed;
+    if (allowed < 0) {
         pass_deadline_ns = 0;
         return;
     }
+    const double capped = allowed < 2e9 ? allowed : 2e9;
+    const int64 start_ns = mono_ns(e->pass_start);
+    const int64 deadline = start_ns + static_cast<int64>(capped * 1e6);
+    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
+    // Armed (error recovery may have cleared every timeout) no later than this
+    // deadline: it stays. (timer_due_ns is set only once the timeout is registered.)
+    if (timer_due_ns != 0 && timer_due_ns <= deadline && get_timeout_active(cutoff_timeout)) return;
+    if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
     // Whole milliseconds, rounded up by a cast and a compare (std::ceil is a libm call here).
-    const double capped = std::min(e->allowed_ms, 2e9);
     int64 whole_ms = static_cast<int64>(capped);
     if (static_cast<double>(whole_ms) < capped) whole_ms++;
-    const int64 deadline = mono_ns(e->pass_start) + whole_ms * 1000000;
-    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
-    if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
-    // Armed (error recovery may have cleared every timeout) no later than this deadline: it stays.
-    if (timer_due_ns != 0 && timer_due_ns <= deadline && get_timeout_active(cutoff_timeout)) return;
     timer_due_ns = 0;  // a firing in between finds no due time to keep
     enable_timeout_after(cutoff_timeout, static_cast<int>(whole_ms));
-    timer_due_ns = deadline;
+    timer_due_ns = start_ns + whole_ms * 1000000;  // no earlier than the deadline
 }
 
 

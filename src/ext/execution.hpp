@@ -25,6 +25,7 @@ struct Execution {
     bool in_use;
     bool ran;     // a pass has finished: the next one is a further FETCH
     bool cutoff;  // cancelled for running past its budget
+    bool settled;  // no deposit, nothing priced, every pass settled as it ended: its end has nothing to settle
     Mode mode;
     QueryDesc* qd;
     SubTransactionId subid;

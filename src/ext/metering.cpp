@@ -87,17 +87,16 @@ OT_HOT void hand_over(Execution* e) {
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
     count_measured(ms);
-    if (e->deposit == 0 && !e->priced) {
-        // e->unowed, e->stats_charge and e->stats_measured are 0 here: an
-        // earlier pass either settled the same way or had a deposit, which
-        // only its statement's end gives back.
+    if (likely(e->settled && e->deposit == 0 && !e->priced)) {
+        // e->unowed, e->stats_charge and e->stats_measured are 0 here: every
+        // earlier pass settled the same way (a nested statement's estimate
+        // makes a deposit, which only its statement's end gives back).
         const double extra = charges(*e) ? ms : 0;
-        if (likely(e->unowed == 0 && e->stats_measured == 0)) {
-            e->charged += extra;
-            settle_measured(e->id, e->budget, extra, ms, e->id_serial);
-            return;
-        }
+        e->charged += extra;
+        settle_measured(e->id, e->budget, extra, ms, e->id_serial);
+        return;
     }
+    e->settled = false;
     e->stats_measured += ms;
     const double consumed = std::min(e->deposit, ms);
     e->deposit -= consumed;
@@ -161,6 +160,7 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->in_use = true;
     e->ran = false;
     e->cutoff = false;
+    e->settled = deposit == 0 && features == nullptr;
     e->mode = mode;
     e->qd = qd;
     e->subid = GetCurrentSubTransactionId();
@@ -363,8 +363,7 @@ OT_HOT void on_finish(QueryDesc* qd) {
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0) {
         Execution* e = last_opened;
-        if (likely(e != nullptr && e->qd == qd && e->in_use && e->deposit == 0 && !e->priced && e->unowed == 0 &&
-                   e->stats_measured == 0)) {
+        if (likely(e != nullptr && e->qd == qd && e->in_use && e->settled)) {
             // Nothing priced, every pass settled as it ended (settle_pass):
             // finish_inline with nothing to give back, sample or settle.
             last = {true, e->estimate, e->measured, e->charged, e->cutoff};
