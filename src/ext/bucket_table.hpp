@@ -1,5 +1,6 @@
 // The shared bucket table: one GCRA bucket per identity, across all backends.
 #pragma once
+#include "ext/hot.hpp"
 #include "ext/pg.hpp"
 
 #include "core/gcra.hpp"
@@ -38,7 +39,7 @@ void attach_shared_memory();
 // ERROR 55000 naming the fix unless the library was preloaded.
 void require_shared_memory();
 // Set once this backend has attached the shared table (read every statement: inline).
-extern bool shared_memory_attached;
+extern OT_LOCAL bool shared_memory_attached;
 inline bool shared_memory_ready() { return shared_memory_attached; }
 size_t bucket_table_shmem_size();
 
@@ -64,11 +65,11 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b);
 enum class HookEvent { Priced, ShadowRefusal, Delayed, Cutoff };
 void count_hook_event(HookEvent e, int64 delay_us = 0);
 // Everything this backend has counted as measured since it started (ms).
-extern double measured_here_ms;
+extern OT_LOCAL double measured_here_ms;
 inline double measured_so_far_ms() { return measured_here_ms; }
 // This backend's measured-time counter in shared memory, once found (single
 // writer: a plain read and write); count_measured_first() finds it.
-extern pg_atomic_uint64* measured_counter;
+extern OT_LOCAL pg_atomic_uint64* measured_counter;
 void count_measured_first(double ms);
 // Executor time measured by the metering (log mode included), in milliseconds.
 // Every pass counts: inline.

@@ -2,6 +2,7 @@
 // that meter it (metering.cpp), cut it off (cutoff.cpp) and meter utility
 // statements (utility_metering.cpp). Not for the rest of the extension.
 #pragma once
+#include "ext/hot.hpp"
 #include <csignal>
 #include "ext/pg.hpp"
 #include "core/gcra.hpp"
@@ -74,14 +75,14 @@ void meter_failed(Execution* e);
 void close_execution(Execution* e, bool completed);
 // The top-level statement whose metered pass is on the stack (null: none), and
 // the executor passes on the stack (metering.cpp's, read inline).
-extern Execution* running;
-extern int run_depth;
+extern OT_LOCAL Execution* running;
+extern OT_LOCAL int run_depth;
 // No metered pass on the stack, no executor pass either.
 inline bool metering_idle() { return running == nullptr && run_depth == 0; }
 
 // commit_metering.cpp: the deferred-trigger phase of a commit, metered as a
 // whole. Its passes report their start and end; the transaction's end closes it.
-extern bool commit_phase_on;
+extern OT_LOCAL bool commit_phase_on;
 void commit_phase_pass_begin(const Execution* e);  // also: no portal active, may open the phase
 void commit_phase_pass_end();
 void commit_phase_waited(double ms);
@@ -89,7 +90,7 @@ void commit_phase_over();
 // The commit of a transaction that wrote: from its pre-commit callbacks to its
 // commit (or abort) callbacks, the commit record's flush. commit_flush_on: begun
 // and not ended (a read-only transaction's callbacks test it and go on).
-extern bool commit_flush_on;
+extern OT_LOCAL bool commit_flush_on;
 void commit_flush_begin();
 void commit_flush_end();
 // COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller
@@ -97,15 +98,15 @@ void commit_flush_end();
 // prepared transaction holds).
 void meter_finish_prepared(void (*run)(void*), void* arg);
 // The first pre-commit of a backend ends its set-up (ogc_throttle.charge_connection).
-extern bool session_setup_charged;
+extern OT_LOCAL bool session_setup_charged;
 void charge_session_setup();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
 void arm_cutoff(Execution* e);
 // Set by the timer's handler when it cancelled the running pass; the running
 // pass's deadline (monotonic ns, 0: none), which the handler reads.
-extern volatile sig_atomic_t cutoff_fired;
-extern volatile int64 pass_deadline_ns;
+extern OT_LOCAL volatile sig_atomic_t cutoff_fired;
+extern OT_LOCAL volatile int64 pass_deadline_ns;
 inline void disarm_cutoff(bool completed) {
     pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
     if (likely(!cutoff_fired)) return;

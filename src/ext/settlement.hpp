@@ -4,6 +4,7 @@
 // belongs to another identity, or is left when the backend exits is written
 // at once. The identity statistics' share is batched likewise.
 #pragma once
+#include "ext/hot.hpp"
 #include <cmath>
 #include <cstdint>
 
@@ -38,7 +39,7 @@ struct Pending {
     double stats_measured;
     int stats_statements;
 };
-extern Pending pending_settlement;
+extern OT_LOCAL Pending pending_settlement;
 void settle_flush_due();  // writes out what reached its threshold
 // settle(id, b, charge, charge, ms, serial), inline for the usual case: the
 // same identity (known by its serial) and budget as what is pending, both
