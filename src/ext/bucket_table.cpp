@@ -225,15 +225,14 @@ __attribute__((always_inline)) static inline uint32 identity_hash(const Identity
     return last_hash;
 }
 
-OT_HOT bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left) {
+OT_HOT double bucket_quick_admit(const IdentityKey& key, core::Budget b) {
     const uint32 hash = identity_hash(key);
     const int64 bound = static_cast<int64>(pg_atomic_read_u64(&shared->board[hash & (kBoardSlots - 1)]));
     // Charged up to no later than the current message's arrival (a time before
     // now, read by PostgreSQL when the message came): full, without a clock read.
     const int64 arrived = to_ns(GetCurrentStatementStartTimestamp());
     if (bound <= arrived) {
-        *tokens_left = b.capacity;
-        return true;
+        return b.capacity;
     }
     // gcra_spend(bound, now, 0, b) allows exactly this; the tolerance is kept per budget.
     static core::Budget tau_of = {0.0, 0.0};
@@ -247,17 +246,14 @@ OT_HOT bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* t
     // held then (a lower bound: the refill since is left out of the cut-off's
     // allowance; a clock read per statement was a twentieth of the hook's cost).
     if (bound - arrived <= tau) {
-        *tokens_left = core::gcra_tokens(bound, arrived, b);
-        return true;
+        return core::gcra_tokens(bound, arrived, b);
     }
     const int64 now = to_ns(GetCurrentTimestamp());
     if (bound <= now) {  // charged up to no later than now: full
-        *tokens_left = b.capacity;
-        return true;
+        return b.capacity;
     }
-    if (bound - now > tau) return false;
-    *tokens_left = core::gcra_tokens(bound, now, b);
-    return true;
+    if (bound - now > tau) return -1;
+    return core::gcra_tokens(bound, now, b);
 }
 
 core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {

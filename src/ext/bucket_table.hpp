@@ -51,10 +51,12 @@ core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Bu
                                    double owed = 0);
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
 // Whether a zero-cost statement can be admitted without visiting key's
-// bucket: true when the lock-free debt board proves the bucket is not in
-// debt; *tokens_left then receives a lower bound of its tokens. False means
-// only "visit the bucket" (another identity may share the board's slot).
-bool bucket_quick_admit(const IdentityKey& key, core::Budget b, double* tokens_left);
+// bucket: when the lock-free debt board proves the bucket is not in debt, a
+// lower bound of its tokens (>= 0). Negative means only "visit the bucket"
+// (another identity may share the board's slot). (Returned, not written
+// through a pointer: a local whose address is taken costs its caller a
+// stack-protector canary.)
+double bucket_quick_admit(const IdentityKey& key, core::Budget b);
 
 // Charges cost however little is left (the bucket may go into debt): the
 // measured remainder of work already done. Raises an error only when the

@@ -97,8 +97,8 @@ OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double c
     const bool priced = p != nullptr && p->ncalls > 0;
     // Nothing to charge and provably not in debt: no visit to the bucket
     // (what is owed waits for the next visit).
-    double lower_bound;
-    if (cost == 0 && !priced && mode == Mode::Reject && bucket_quick_admit(id, b, &lower_bound)) return {0.0, lower_bound};
+    if (cost == 0 && !priced && mode == Mode::Reject)
+        if (const double lower_bound = bucket_quick_admit(id, b); lower_bound >= 0) return {0.0, lower_bound};
     const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b, owed);

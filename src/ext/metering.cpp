@@ -230,6 +230,16 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
 
 // ---- a pass of an admitted statement: start, normal end, error ------------
 
+// elapsed_ms() with the clock read into a static (see top_cb below): passes
+// do not nest their ends, and no signal handler reads it.
+instr_time pass_clock;
+__attribute__((always_inline)) inline double pass_elapsed_ms(const instr_time& start) {
+    INSTR_TIME_SET_CURRENT(pass_clock);
+    const int64 ns =
+        static_cast<int64>(pass_clock.tv_sec - start.tv_sec) * 1000000000 + (pass_clock.tv_nsec - start.tv_nsec);
+    return static_cast<double>(ns) * 1e-6;
+}
+
 __attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
@@ -247,7 +257,7 @@ __attribute__((always_inline)) inline void pass_end(Execution* e, ErrorContextCa
     disarm_cutoff(true);
     running = nullptr;
     run_depth--;
-    settle_pass(e, elapsed_ms(e->pass_start));
+    settle_pass(e, pass_elapsed_ms(e->pass_start));
     if (unlikely(commit_phase_on)) commit_phase_pass_end();
 }
 
@@ -330,19 +340,22 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
 
 // The first pass of the statement just admitted, at the top level: the common
 // case, straight to top_level's metered branch.
+// (Static, not a local: one top-level pass is on the stack at a time, and a
+// local whose address is taken costs the frame a stack-protector canary.)
+ErrorContextCallback top_cb;
+
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
         if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
             top_subid = GetCurrentSubTransactionId();
             top_open = true;
-            ErrorContextCallback cb;
-            pass_begin(e, &cb);
+            pass_begin(e, &top_cb);
             if (prev_run)
                 prev_run(qd, dir, count, once);
             else
                 standard_ExecutorRun(qd, dir, count, once);
-            pass_end(e, &cb);
+            pass_end(e, &top_cb);
             e->ran = true;
             top_open = false;
             return;
@@ -519,8 +532,8 @@ OT_HOT bool metering_start_unpriced(QueryDesc* qd) {
     const core::Budget b = usable_budget();
     if (running != nullptr) return true;  // on the outer statement's clock
     if (run_depth != 0 || !true_up_enabled()) return false;
-    double tokens_left;
-    if (!bucket_quick_admit(id, b, &tokens_left)) return false;
+    const double tokens_left = bucket_quick_admit(id, b);
+    if (tokens_left < 0) return false;
     open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
     return true;
 }
