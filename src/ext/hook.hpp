@@ -8,10 +8,15 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "executor/execdesc.h"
 }
 
 namespace ot::ext {
 void install_hooks();
+// After the executor's own start (metering.cpp's ExecutorStart hook, which
+// admits an unpriced statement in reject mode itself): prices the statement
+// and charges it, or admits one with nothing to price (calls_extension false).
+void executor_started(QueryDesc* qd, Mode mode, bool calls_extension);
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);

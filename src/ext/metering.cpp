@@ -9,6 +9,7 @@
 
 #include "ext/boundary.hpp"
 #include "ext/hook.hpp"
+#include "ext/plan_pricing.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
 #include "ext/settlement.hpp"
@@ -521,26 +522,57 @@ OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget
     open_execution(qd, id, b, mode, estimate, deposit, tokens_left, features, planned_workers(qd->plannedstmt));
 }
 
+
+LastStatement last_statement() { return last; }
+
+namespace {
+
+ExecutorStart_hook_type prev_start = nullptr;
+
 // A statement with nothing to price, started in reject mode: admitted against
 // its bucket's debt by the lock-free board and its record opened in one step,
 // as admit_unpriced() -> admit() -> metering_admitted() would (the calls and
 // their arguments were a sixth of what the hook added to a select-only
 // statement). False: the general path decides (inside a pass nobody meters,
 // true-up off, or a board that cannot prove the bucket out of debt).
-OT_HOT bool metering_start_unpriced(QueryDesc* qd) {
+__attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
     const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
     if (running != nullptr) return true;  // on the outer statement's clock
     if (run_depth != 0 || !true_up_enabled()) return false;
-    const double tokens_left = bucket_quick_admit(id, b);
+    const double tokens_left = bucket_quick_admit_inline(id, b, identity_serial(id));
     if (tokens_left < 0) return false;
     open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
     return true;
 }
 
-LastStatement last_statement() { return last; }
+// After the executor's own start: the executor has checked the privileges
+// on every relation and function of the plan by then, so pricing never reads
+// the statistics of a table, or calls a function, that the user may not.
+// The usual statement (nothing to price, reject mode) is admitted and its
+// record opened here, in this frame (it took three before); the rest is
+// hook.cpp's executor_started().
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
+    if (prev_start)
+        prev_start(qd, eflags);
+    else
+        standard_ExecutorStart(qd, eflags);
+    // Parallel workers run a fragment of a statement the leader already paid
+    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+    const Mode mode = current_mode();
+    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing_in_progress() ||
+        !shared_memory_ready())
+        return;
+    const bool calls_extension = calls_extension_functions(qd->plannedstmt);
+    if (!calls_extension && mode == Mode::Reject && start_unpriced(qd)) return;
+    executor_started(qd, mode, calls_extension);
+}
+
+}  // namespace
 
 void install_metering_hooks() {
+    prev_start = ExecutorStart_hook;
+    ExecutorStart_hook = on_executor_start;
     prev_run = ExecutorRun_hook;
     ExecutorRun_hook = on_run;
     prev_finish = ExecutorFinish_hook;
