@@ -3,6 +3,8 @@
 // statements (utility_metering.cpp). Not for the rest of the extension.
 #pragma once
 #include "ext/hot.hpp"
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include "ext/pg.hpp"
 #include "core/gcra.hpp"
@@ -102,11 +104,56 @@ extern OT_LOCAL bool session_setup_charged;
 void charge_session_setup();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
-void arm_cutoff(Execution* e);
 // Set by the timer's handler when it cancelled the running pass; the running
 // pass's deadline (monotonic ns, 0: none), which the handler reads.
 extern OT_LOCAL volatile sig_atomic_t cutoff_fired;
 extern OT_LOCAL volatile int64 pass_deadline_ns;
+// The timer is left armed between passes: arming and disarming a timeout per
+// statement was the largest part of what the hook cost a select-only
+// statement. timer_due_ns is the earliest time the armed timer can fire (0:
+// not known to be armed). A pass whose deadline is no earlier than that
+// leaves the timer as it is; when it fires, the handler cancels the pass if
+// its deadline has come, re-targets the timer at the deadline if it has not,
+// and does nothing between passes.
+extern OT_LOCAL volatile int64 timer_due_ns;
+bool timer_armed();  // still armed (error recovery may have cleared every timeout)
+void arm_timer(int64 start_ns, double capped_ms);  // due capped_ms (rounded up) after start_ns
+inline int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+// The leader's timer watches wall time while each planned parallel worker
+// spends the same budget as fast: the budget runs out that many times sooner.
+inline double spenders(const Execution& e) {
+    return e.workers == 0 ? 1.0 : 1 + std::min(e.workers, max_parallel_workers);
+}
+// How long a pass may run: what the bucket held (tokens left plus the unused
+// deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
+inline double pass_allowance_ms(const Execution& e) {
+    const int grace = cutoff_grace_ms();
+    if (grace < 0 || e.mode == Mode::Log) return -1;
+    const double n = spenders(e);
+    const double per_ms = e.budget.rate / 1000.0;  // refill per millisecond of wall time
+    if (per_ms >= n) return -1;                     // the refill keeps up with every spender
+    if (!std::isfinite(e.tokens_left)) return -1;  // admitted for free
+    const double have = std::max(0.0, e.tokens_left) + e.deposit;
+    return have / (n - per_ms) + grace;
+}
+// Sets the deadline of the pass e begins (its pass_start read), inline in the
+// passes (a call and its frame were a sixth of its cost).
+inline void arm_cutoff(Execution* e) {
+    cutoff_fired = 0;
+    const double allowed = pass_allowance_ms(*e);
+    e->allowed_ms = allowed;
+    if (allowed < 0) {
+        pass_deadline_ns = 0;
+        return;
+    }
+    const double capped = allowed < 2e9 ? allowed : 2e9;
+    const int64 start_ns = mono_ns(e->pass_start);
+    const int64 deadline = start_ns + static_cast<int64>(capped * 1e6);
+    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
+    // Armed no later than this deadline: it stays.
+    if (timer_due_ns != 0 && timer_due_ns <= deadline && timer_armed()) return;
+    arm_timer(start_ns, capped);
+}
 inline void disarm_cutoff(bool completed) {
     pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
     if (likely(!cutoff_fired)) return;

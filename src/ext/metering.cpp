@@ -374,6 +374,8 @@ OT_HOT void on_finish(QueryDesc* qd) {
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
 
+void end_and_refit(QueryDesc* qd);
+
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0) {
         Execution* e = last_opened;
@@ -391,6 +393,14 @@ OT_HOT void on_end(QueryDesc* qd) {
             finish_inline(e, e->ran);
         }
     }
+    if (likely(!refit_due)) return prev_end ? prev_end(qd) : standard_ExecutorEnd(qd);  // a tail call, no frame
+    end_and_refit(qd);
+}
+
+// A calibration refit became due (finish_inline): after the executor's end.
+// (A nested statement's end that ExecutorEnd may run finds it due too, and
+// runs it at its own end when no pass is on the stack.)
+__attribute__((noinline)) void end_and_refit(QueryDesc* qd) {
     if (prev_end)
         prev_end(qd);
     else
