@@ -85,6 +85,8 @@ OT_HOT void hand_over(Execution* e) {
     e->unowed = 0;
 }
 
+void settle_pass_held(Execution* e, double ms);
+
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
     count_measured(ms);
@@ -97,6 +99,11 @@ __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) 
         settle_measured(e->id, e->budget, extra, ms, e->id_serial);
         return;
     }
+    settle_pass_held(e, ms);
+}
+
+// The rest of settle_pass, out of line (fewer registers for the usual pass to save).
+__attribute__((noinline)) void settle_pass_held(Execution* e, double ms) {
     e->settled = false;
     e->stats_measured += ms;
     const double consumed = std::min(e->deposit, ms);
@@ -376,6 +383,11 @@ OT_HOT void on_finish(QueryDesc* qd) {
 
 void end_and_refit(QueryDesc* qd);
 
+// Any other statement's end, out of line (the usual end keeps no frame).
+__attribute__((noinline)) void end_open(QueryDesc* qd) {
+    if (Execution* e = find_open(qd)) finish_inline(e, e->ran);
+}
+
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0) {
         Execution* e = last_opened;
@@ -389,8 +401,8 @@ OT_HOT void on_end(QueryDesc* qd) {
                 open_high = 0;
             else
                 while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
-        } else if ((e = find_open(qd)) != nullptr) {
-            finish_inline(e, e->ran);
+        } else {
+            end_open(qd);
         }
     }
     if (likely(!refit_due)) return prev_end ? prev_end(qd) : standard_ExecutorEnd(qd);  // a tail call, no frame
