@@ -3,6 +3,8 @@
 #include "ext/hot.hpp"
 #include "ext/pg.hpp"
 
+#include <cstdint>
+
 #include "core/gcra.hpp"
 
 extern "C" {
@@ -13,6 +15,18 @@ extern "C" {
 namespace ot::ext {
 
 inline constexpr int kIdentityMax = 63;  // bytes; longer identities are refused, not truncated
+
+// The same two numbers, bit for bit: the hot paths' test that a budget is the
+// one they saw (two integer compares; a double's compare also tests for NaN).
+// Unequal bits for equal numbers (0.0 and -0.0) only send them the slow way.
+inline bool same_budget(core::Budget a, core::Budget b) {
+    std::uint64_t ac, ar, bc, br;
+    __builtin_memcpy(&ac, &a.capacity, 8);
+    __builtin_memcpy(&ar, &a.rate, 8);
+    __builtin_memcpy(&bc, &b.capacity, 8);
+    __builtin_memcpy(&br, &b.rate, 8);
+    return ((ac ^ bc) | (ar ^ br)) == 0;
+}
 
 // Zero-padded, so it can be hashed and copied as a fixed-size key.
 struct IdentityKey {
@@ -72,7 +86,7 @@ struct QuickAdmitMemo {
 extern OT_LOCAL QuickAdmitMemo quick_memo;
 inline double bucket_quick_admit_inline(const IdentityKey& key, core::Budget b, std::uint64_t serial) {
     const QuickAdmitMemo& m = quick_memo;
-    if (likely(serial != 0 && serial == m.serial && b.capacity == m.tau_of.capacity && b.rate == m.tau_of.rate)) {
+    if (likely(serial != 0 && serial == m.serial && same_budget(b, m.tau_of))) {
         const int64 bound = static_cast<int64>(pg_atomic_read_u64(m.slot));
         const int64 arrived = GetCurrentStatementStartTimestamp() * 1000;  // ns, as bucket times
         if (bound <= arrived) return b.capacity;
@@ -96,6 +110,8 @@ inline double measured_so_far_ms() { return measured_here_ms; }
 // writer: a plain read and write); count_measured_first() finds it.
 extern OT_LOCAL pg_atomic_uint64* measured_counter;
 void count_measured_first(double ms);
+// Adds ms to the shared counter only (measured_here_ms has it already).
+void publish_measured(double ms);
 // Executor time measured by the metering (log mode included), in milliseconds.
 // Every pass counts: inline.
 inline void count_measured(double ms) {

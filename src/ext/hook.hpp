@@ -27,7 +27,7 @@ extern OT_LOCAL core::Budget usable_budget_ok;
 core::Budget usable_budget_check(core::Budget b);
 inline core::Budget usable_budget() {
     const core::Budget b = current_budget();
-    if (likely(b.capacity == usable_budget_ok.capacity && b.rate == usable_budget_ok.rate)) return b;
+    if (likely(same_budget(b, usable_budget_ok))) return b;
     return usable_budget_check(b);
 }
 // The pricing hook is pricing a statement (the queries it runs are part of it).

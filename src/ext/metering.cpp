@@ -89,7 +89,6 @@ void settle_pass_held(Execution* e, double ms);
 
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
-    count_measured(ms);
     if (likely(e->settled && e->deposit == 0 && !e->priced)) {
         // e->unowed, e->stats_charge and e->stats_measured are 0 here: every
         // earlier pass settled the same way (a nested statement's estimate
@@ -104,6 +103,7 @@ __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) 
 
 // The rest of settle_pass, out of line (fewer registers for the usual pass to save).
 __attribute__((noinline)) void settle_pass_held(Execution* e, double ms) {
+    count_measured(ms);
     e->settled = false;
     e->stats_measured += ms;
     const double consumed = std::min(e->deposit, ms);
@@ -184,10 +184,8 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->measured = 0;
     e->charged = deposit;
     e->unowed = 0;
-    e->allowed_ms = 0;
     e->stats_charge = 0;
     e->stats_measured = 0;
-    INSTR_TIME_SET_ZERO(e->pass_start);
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;

@@ -35,6 +35,8 @@ void flush_owed() {
 void flush_stats() {
     if (!pending.stats_any) return;
     pending.stats_any = false;
+    if (pending.counted_ms > 0) publish_measured(pending.counted_ms);
+    pending.counted_ms = 0;
     record_true_up(pending.id, pending.stats_charge, pending.stats_measured);
     pending.stats_charge = pending.stats_measured = 0;
     pending.stats_statements = 0;
