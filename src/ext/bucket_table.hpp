@@ -25,7 +25,7 @@ inline bool same_budget(core::Budget a, core::Budget b) {
     __builtin_memcpy(&ar, &a.rate, 8);
     __builtin_memcpy(&bc, &b.capacity, 8);
     __builtin_memcpy(&br, &b.rate, 8);
-    return ((ac ^ bc) | (ar ^ br)) == 0;
+    return ac == bc && ar == br;
 }
 
 // Zero-padded, so it can be hashed and copied as a fixed-size key.

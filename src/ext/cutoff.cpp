@@ -22,11 +22,11 @@ volatile sig_atomic_t cutoff_fired = 0;
 volatile int64 pass_deadline_ns = 0;
 volatile int64 timer_due_ns = 0;  // (execution.hpp says how the timer is kept)
 
-namespace {
-
 // pass_deadline_ns (monotonic clock, the clock of pass_start) is the running
 // pass's deadline, 0 between passes and for a pass with no limit.
 TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
+
+namespace {
 
 // Workers every Gather of the plan may launch (an upper bound: they need not
 // all run at once, or at all). Read from the plan, not from its pricing, which
@@ -93,7 +93,6 @@ void arm_timer(int64 start_ns, double capped_ms) {
     timer_due_ns = start_ns + whole_ms * 1000000;  // no earlier than the deadline
 }
 
-bool timer_armed() { return get_timeout_active(cutoff_timeout); }
 
 
 // Turns the cancel our timer requested into the refusal it is. Runs inside

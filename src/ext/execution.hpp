@@ -17,6 +17,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "executor/execdesc.h"
 #include "portability/instr_time.h"
+#include "utils/timeout.h"
 }
 
 namespace ot::ext {
@@ -116,7 +117,9 @@ extern OT_LOCAL volatile int64 pass_deadline_ns;
 // its deadline has come, re-targets the timer at the deadline if it has not,
 // and does nothing between passes.
 extern OT_LOCAL volatile int64 timer_due_ns;
-bool timer_armed();  // still armed (error recovery may have cleared every timeout)
+extern OT_LOCAL TimeoutId cutoff_timeout;  // registered by the first arm_timer()
+// Still armed (error recovery may have cleared every timeout).
+inline bool timer_armed() { return get_timeout_active(cutoff_timeout); }
 void arm_timer(int64 start_ns, double capped_ms);  // due capped_ms (rounded up) after start_ns
 inline int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 // The leader's timer watches wall time while each planned parallel worker
@@ -151,7 +154,8 @@ inline void arm_cutoff(Execution* e) {
     const int64 deadline = start_ns + static_cast<int64>(capped * 1e6);
     pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
     // Armed no later than this deadline: it stays.
-    if (timer_due_ns != 0 && timer_due_ns <= deadline && timer_armed()) return;
+    const int64 due = timer_due_ns;
+    if (due != 0 && due <= deadline && timer_armed()) return;
     arm_timer(start_ns, capped);
 }
 inline void disarm_cutoff(bool completed) {
