@@ -59,6 +59,20 @@ SubTransactionId top_subid = InvalidSubTransactionId;
 
 Execution* last_opened = nullptr;  // a statement's passes and end ask for the record just opened
 
+// The current subtransaction's id, kept by the callbacks below (a
+// subtransaction's start, commit and abort each name it and its parent; every
+// transaction begins at the top one) instead of asking
+// GetCurrentSubTransactionId() at each statement's start and first pass.
+// The hooks are installed at preload, before any transaction.
+SubTransactionId current_subid = TopSubTransactionId;
+__attribute__((always_inline)) inline SubTransactionId current_subtransaction() {
+#ifdef OT_CHECK_SUBID
+    if (current_subid != GetCurrentSubTransactionId())
+        elog(ERROR, "ogc_throttle: kept subtransaction id %u, current %u", current_subid, GetCurrentSubTransactionId());
+#endif
+    return current_subid;
+}
+
 __attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
     if (last_opened != nullptr && last_opened->in_use && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
@@ -171,7 +185,7 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->settled = deposit == 0 && features == nullptr;
     e->mode = mode;
     e->qd = qd;
-    e->subid = GetCurrentSubTransactionId();
+    e->subid = current_subtransaction();
     // A slot reused by the same identity (the same nonzero serial: the same
     // key) holds its 64 bytes already.
     const std::uint64_t serial = identity_serial(id);
@@ -281,7 +295,7 @@ void pass_failed(Execution* e) {
 
 // A top-level pass of e (null: a pass nobody meters), unguarded.
 OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
-    top_subid = GetCurrentSubTransactionId();
+    top_subid = current_subtransaction();
     top_open = true;
     if (e == nullptr) {
         run_depth = 1;
@@ -354,7 +368,7 @@ OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
         if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
-            top_subid = GetCurrentSubTransactionId();
+            top_subid = current_subtransaction();
             top_open = true;
             pass_begin(e, &top_cb);
             if (prev_run)
@@ -442,12 +456,14 @@ OT_HOT void on_xact(XactEvent event, void*) {
             GetTopTransactionIdIfAny() == InvalidTransactionId)
             return;  // nothing to flush: commit_flush_begin() would find no xid
     } else if (event == XACT_EVENT_COMMIT) {
+        current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
         if (likely(!commit_flush_on) && open_high == 0) return;
     }
     on_xact_other(event);
 }
 
 __attribute__((noinline)) void on_xact_other(XactEvent event) {
+    if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE) current_subid = TopSubTransactionId;
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
@@ -479,8 +495,14 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
     }
 }
 
-void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, void*) {
-    if (event != SUBXACT_EVENT_ABORT_SUB) return;
+void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void*) {
+    switch (event) {
+        case SUBXACT_EVENT_START_SUB: current_subid = mySubid; return;
+        case SUBXACT_EVENT_COMMIT_SUB: current_subid = parentSubid; return;
+        case SUBXACT_EVENT_ABORT_SUB: break;
+        default: return;
+    }
+    current_subid = parentSubid;  // (its clean-up follows; no statement runs in the aborted one)
     top_level_aborted(mySubid);
     pricing_aborted(mySubid);
     if (open_high > 0) finish_from(mySubid);
