@@ -79,9 +79,6 @@ double gcra_balance(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept
     return b.capacity - debt_s * b.rate;
 }
 
-double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept {
-    return tokens_for(std::max<std::int64_t>(tat_ns - now_ns, 0), b);
-}
 
 const char* budget_problem(Budget b) noexcept {
     if (!std::isfinite(b.capacity) || b.capacity <= 0) return "capacity must be a finite number above zero";

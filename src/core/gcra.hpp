@@ -61,8 +61,13 @@ inline constexpr double kMaxDebtSeconds = 1e9;
 // Tokens at now_ns, negative while the bucket is in debt; at most capacity.
 double gcra_balance(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept;
 
-// Tokens available at now_ns, in [0, capacity].
-double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept;
+// Tokens available at now_ns, in [0, capacity]. (Inline: the extension's
+// quick admission asks every statement.)
+inline double gcra_tokens(std::int64_t tat_ns, std::int64_t now_ns, Budget b) noexcept {
+    const std::int64_t debt_ns = tat_ns > now_ns ? tat_ns - now_ns : 0;
+    const double t = b.capacity - static_cast<double>(debt_ns) * b.rate / 1e9;
+    return t < 0 ? 0 : (t > b.capacity ? b.capacity : t);
+}
 
 inline bool gcra_is_full(std::int64_t tat_ns, std::int64_t now_ns) noexcept { return tat_ns <= now_ns; }
 

@@ -88,6 +88,15 @@ double measured_here_ms = 0;  // this backend's, for life: never reset
 
 pg_atomic_uint64* measured_counter = nullptr;
 
+void publish_measured(double ms) {
+    if (measured_counter == nullptr) {
+        BackendCounters* c = my_counters();
+        if (c == nullptr) return;
+        measured_counter = &c->measured_us;
+    }
+    bump(measured_counter, static_cast<uint64>(ms * 1000.0));
+}
+
 void count_measured_first(double ms) {
     measured_here_ms += ms;
     BackendCounters* c = my_counters();

@@ -1,5 +1,6 @@
 // Layout of the shared bucket table, private to bucket_table.cpp and bucket_persist.cpp.
 #pragma once
+#include "ext/hot.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/shared_table.hpp"
 
@@ -58,9 +59,9 @@ struct SharedHeader {
     BackendCounters slots[FLEXIBLE_ARRAY_MEMBER];
 };
 
-extern SharedHeader* shared;
-extern HTAB* buckets;
-extern SharedTable bucket_table;
+extern OT_LOCAL SharedHeader* shared;
+extern OT_LOCAL HTAB* buckets;
+extern OT_LOCAL SharedTable bucket_table;
 
 // Bucket times are nanoseconds (see core/gcra.hpp); PostgreSQL's are microseconds.
 inline int64 to_ns(TimestampTz t) { return t * 1000; }

@@ -20,21 +20,13 @@ namespace ot::ext {
 
 volatile sig_atomic_t cutoff_fired = 0;
 volatile int64 pass_deadline_ns = 0;
+volatile int64 timer_due_ns = 0;  // (execution.hpp says how the timer is kept)
+
+// pass_deadline_ns (monotonic clock, the clock of pass_start) is the running
+// pass's deadline, 0 between passes and for a pass with no limit.
+TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
 
 namespace {
-
-TimeoutId cutoff_timeout = MAX_TIMEOUTS;  // registered on first use, per backend
-// The timer is left armed between passes: arming and disarming a timeout per
-// statement was the largest part of what the hook cost a select-only
-// statement. pass_deadline_ns (monotonic clock, the clock of pass_start) is
-// the running pass's deadline, 0 between passes and for a pass with no limit;
-// timer_due_ns is the earliest time the armed timer can fire. A pass whose
-// deadline is no earlier than that leaves the timer as it is; when it fires,
-// the handler cancels the pass if its deadline has come, re-targets the timer
-// at the deadline if it has not, and does nothing between passes.
-volatile int64 timer_due_ns = 0;
-
-int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
 // Workers every Gather of the plan may launch (an upper bound: they need not
 // all run at once, or at all). Read from the plan, not from its pricing, which
@@ -82,23 +74,6 @@ void on_cutoff_timeout() {
     SetLatch(MyLatch);
 }
 
-// The leader's timer watches wall time while each planned parallel worker
-// spends the same budget as fast: the budget runs out that many times sooner.
-OT_HOT double spenders(const Execution& e) { return 1 + std::min(e.workers, max_parallel_workers); }
-
-// How long a pass may run: what the bucket held (tokens left plus the unused
-// deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
-OT_HOT double pass_allowance_ms(const Execution& e) {
-    const int grace = cutoff_grace_ms();
-    if (grace < 0 || e.mode == Mode::Log) return -1;
-    const double n = spenders(e);
-    const double per_ms = e.budget.rate / 1000.0;  // refill per millisecond of wall time
-    if (per_ms >= n) return -1;                     // the refill keeps up with every spender
-    if (!std::isfinite(e.tokens_left)) return -1;  // admitted for free
-    const double have = std::max(0.0, e.tokens_left) + e.deposit;
-    return have / (n - per_ms) + grace;
-}
-
 }  // namespace
 
 int planned_workers_walk(const PlannedStmt* stmt) {
@@ -108,26 +83,16 @@ int planned_workers_walk(const PlannedStmt* stmt) {
     return n;
 }
 
-OT_HOT void arm_cutoff(Execution* e) {
-    cutoff_fired = 0;
-    e->allowed_ms = pass_allowance_ms(*e);
-    if (e->allowed_ms < 0) {
-        pass_deadline_ns = 0;
-        return;
-    }
-    // Whole milliseconds, rounded up by a cast and a compare (std::ceil is a libm call here).
-    const double capped = std::min(e->allowed_ms, 2e9);
-    int64 whole_ms = static_cast<int64>(capped);
-    if (static_cast<double>(whole_ms) < capped) whole_ms++;
-    const int64 deadline = mono_ns(e->pass_start) + whole_ms * 1000000;
-    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
+void arm_timer(int64 start_ns, double capped_ms) {
     if (cutoff_timeout == MAX_TIMEOUTS) cutoff_timeout = RegisterTimeout(USER_TIMEOUT, on_cutoff_timeout);
-    // Armed (error recovery may have cleared every timeout) no later than this deadline: it stays.
-    if (timer_due_ns != 0 && timer_due_ns <= deadline && get_timeout_active(cutoff_timeout)) return;
+    // Whole milliseconds, rounded up by a cast and a compare (std::ceil is a libm call here).
+    int64 whole_ms = static_cast<int64>(capped_ms);
+    if (static_cast<double>(whole_ms) < capped_ms) whole_ms++;
     timer_due_ns = 0;  // a firing in between finds no due time to keep
     enable_timeout_after(cutoff_timeout, static_cast<int>(whole_ms));
-    timer_due_ns = deadline;
+    timer_due_ns = start_ns + whole_ms * 1000000;  // no earlier than the deadline
 }
+
 
 
 // Turns the cancel our timer requested into the refusal it is. Runs inside

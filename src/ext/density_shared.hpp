@@ -8,6 +8,7 @@
 // store's one LWLock; nothing under it can ereport but PostgreSQL's own
 // release-on-error paths.
 #pragma once
+#include "ext/hot.hpp"
 #include "ext/pg.hpp"
 
 #include <cstddef>
@@ -19,7 +20,7 @@ extern "C" {
 namespace ot::ext {
 
 // kB; 0: every backend keeps its own copies (the cache of density_grid.cpp).
-extern int setting_density_shared_kb;
+extern OT_LOCAL int setting_density_shared_kb;
 
 void density_shared_request_shmem();
 void density_shared_attach();

@@ -2,6 +2,9 @@
 // that meter it (metering.cpp), cut it off (cutoff.cpp) and meter utility
 // statements (utility_metering.cpp). Not for the rest of the extension.
 #pragma once
+#include "ext/hot.hpp"
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include "ext/pg.hpp"
 #include "core/gcra.hpp"
@@ -14,6 +17,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "executor/execdesc.h"
 #include "portability/instr_time.h"
+#include "utils/timeout.h"
 }
 
 namespace ot::ext {
@@ -25,6 +29,7 @@ struct Execution {
     bool in_use;
     bool ran;     // a pass has finished: the next one is a further FETCH
     bool cutoff;  // cancelled for running past its budget
+    bool settled;  // no deposit, nothing priced, every pass settled as it ended: its end has nothing to settle
     Mode mode;
     QueryDesc* qd;
     SubTransactionId subid;
@@ -46,11 +51,13 @@ struct Execution {
     core::PlanFeatures features;  // of its estimate, nested statements' included
 };
 
+// In whole nanoseconds, one conversion (INSTR_TIME_SUBTRACT's carry and
+// INSTR_TIME_GET_MILLISEC's two were a tenth of a pass's own instructions).
 inline double elapsed_ms(const instr_time& start) {
     instr_time now;
     INSTR_TIME_SET_CURRENT(now);
-    INSTR_TIME_SUBTRACT(now, start);
-    return INSTR_TIME_GET_MILLISEC(now);
+    const int64 ns = static_cast<int64>(now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec);
+    return static_cast<double>(ns) * 1e-6;
 }
 
 // Opens the record of a top-level statement just admitted (null when all 64
@@ -71,14 +78,14 @@ void meter_failed(Execution* e);
 void close_execution(Execution* e, bool completed);
 // The top-level statement whose metered pass is on the stack (null: none), and
 // the executor passes on the stack (metering.cpp's, read inline).
-extern Execution* running;
-extern int run_depth;
+extern OT_LOCAL Execution* running;
+extern OT_LOCAL int run_depth;
 // No metered pass on the stack, no executor pass either.
 inline bool metering_idle() { return running == nullptr && run_depth == 0; }
 
 // commit_metering.cpp: the deferred-trigger phase of a commit, metered as a
 // whole. Its passes report their start and end; the transaction's end closes it.
-extern bool commit_phase_on;
+extern OT_LOCAL bool commit_phase_on;
 void commit_phase_pass_begin(const Execution* e);  // also: no portal active, may open the phase
 void commit_phase_pass_end();
 void commit_phase_waited(double ms);
@@ -86,7 +93,7 @@ void commit_phase_over();
 // The commit of a transaction that wrote: from its pre-commit callbacks to its
 // commit (or abort) callbacks, the commit record's flush. commit_flush_on: begun
 // and not ended (a read-only transaction's callbacks test it and go on).
-extern bool commit_flush_on;
+extern OT_LOCAL bool commit_flush_on;
 void commit_flush_begin();
 void commit_flush_end();
 // COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller
@@ -94,15 +101,63 @@ void commit_flush_end();
 // prepared transaction holds).
 void meter_finish_prepared(void (*run)(void*), void* arg);
 // The first pre-commit of a backend ends its set-up (ogc_throttle.charge_connection).
-extern bool session_setup_charged;
+extern OT_LOCAL bool session_setup_charged;
 void charge_session_setup();
 
 // cutoff.cpp: the deadline of a pass, and turning its cancel into 53T01.
-void arm_cutoff(Execution* e);
 // Set by the timer's handler when it cancelled the running pass; the running
 // pass's deadline (monotonic ns, 0: none), which the handler reads.
-extern volatile sig_atomic_t cutoff_fired;
-extern volatile int64 pass_deadline_ns;
+extern OT_LOCAL volatile sig_atomic_t cutoff_fired;
+extern OT_LOCAL volatile int64 pass_deadline_ns;
+// The timer is left armed between passes: arming and disarming a timeout per
+// statement was the largest part of what the hook cost a select-only
+// statement. timer_due_ns is the earliest time the armed timer can fire (0:
+// not known to be armed). A pass whose deadline is no earlier than that
+// leaves the timer as it is; when it fires, the handler cancels the pass if
+// its deadline has come, re-targets the timer at the deadline if it has not,
+// and does nothing between passes.
+extern OT_LOCAL volatile int64 timer_due_ns;
+extern OT_LOCAL TimeoutId cutoff_timeout;  // registered by the first arm_timer()
+// Still armed (error recovery may have cleared every timeout).
+inline bool timer_armed() { return get_timeout_active(cutoff_timeout); }
+void arm_timer(int64 start_ns, double capped_ms);  // due capped_ms (rounded up) after start_ns
+inline int64 mono_ns(const instr_time& t) { return static_cast<int64>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+// The leader's timer watches wall time while each planned parallel worker
+// spends the same budget as fast: the budget runs out that many times sooner.
+inline double spenders(const Execution& e) {
+    return e.workers == 0 ? 1.0 : 1 + std::min(e.workers, max_parallel_workers);
+}
+// How long a pass may run: what the bucket held (tokens left plus the unused
+// deposit), growing by the refill while it runs, plus the grace. Negative: no limit.
+inline double pass_allowance_ms(const Execution& e) {
+    const int grace = cutoff_grace_ms();
+    if (grace < 0 || e.mode == Mode::Log) return -1;
+    const double n = spenders(e);
+    const double per_ms = e.budget.rate / 1000.0;  // refill per millisecond of wall time
+    if (per_ms >= n) return -1;                     // the refill keeps up with every spender
+    if (!std::isfinite(e.tokens_left)) return -1;  // admitted for free
+    const double have = std::max(0.0, e.tokens_left) + e.deposit;
+    return have / (n - per_ms) + grace;
+}
+// Sets the deadline of the pass e begins (its pass_start read), inline in the
+// passes (a call and its frame were a sixth of its cost).
+inline void arm_cutoff(Execution* e) {
+    cutoff_fired = 0;
+    const double allowed = pass_allowance_ms(*e);
+    e->allowed_ms = allowed;
+    if (allowed < 0) {
+        pass_deadline_ns = 0;
+        return;
+    }
+    const double capped = allowed < 2e9 ? allowed : 2e9;
+    const int64 start_ns = mono_ns(e->pass_start);
+    const int64 deadline = start_ns + static_cast<int64>(capped * 1e6);
+    pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
+    // Armed no later than this deadline: it stays.
+    const int64 due = timer_due_ns;
+    if (due != 0 && due <= deadline && timer_armed()) return;
+    arm_timer(start_ns, capped);
+}
 inline void disarm_cutoff(bool completed) {
     pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
     if (likely(!cutoff_fired)) return;

@@ -174,7 +174,7 @@ bool is_builtin(Oid fn) {
 // it calls (its arguments' input functions and the commit come after).
 TimestampTz judged_message = 0;
 
-void judge_fastpath_call(Oid fn) {
+__attribute__((noinline, cold)) void judge_fastpath_call(Oid fn) {
     const TimestampTz message = GetCurrentStatementStartTimestamp();
     if (message == judged_message) return;
     judged_message = message;
@@ -191,9 +191,17 @@ void judge_fastpath_call(Oid fn) {
              errhint("Call it in a statement: SELECT %s(...).", name ? name : "the function")));
 }
 
-void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
-    if (prev_access != nullptr) prev_access(access, classId, objectId, subId, arg);
+__attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid classId, Oid objectId, int subId,
+                                                  void* arg) {
+    prev_access(access, classId, objectId, subId, arg);
     if (access == OAT_FUNCTION_EXECUTE && in_fastpath()) judge_fastpath_call(objectId);
+}
+
+// Every function a plan calls passes here (ExecInitFunc): with no hook before
+// ours, a test and a tail call, without a frame.
+OT_HOT void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
+    if (unlikely(prev_access != nullptr)) return on_access_chained(access, classId, objectId, subId, arg);
+    if (access == OAT_FUNCTION_EXECUTE && unlikely(in_fastpath())) judge_fastpath_call(objectId);
 }
 
 }  // namespace

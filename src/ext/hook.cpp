@@ -29,7 +29,6 @@ bool pricing = false;  // price_and_charge is on the stack
 
 namespace {
 
-ExecutorStart_hook_type prev_executor_start = nullptr;
 SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started in
 
 [[noreturn]] __attribute__((cold)) void refuse(const IdentityKey& id, const StatementPricing& p, core::Budget b, core::SpendOutcome outcome,
@@ -98,8 +97,8 @@ OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double c
     const bool priced = p != nullptr && p->ncalls > 0;
     // Nothing to charge and provably not in debt: no visit to the bucket
     // (what is owed waits for the next visit).
-    double lower_bound;
-    if (cost == 0 && !priced && mode == Mode::Reject && bucket_quick_admit(id, b, &lower_bound)) return {0.0, lower_bound};
+    if (cost == 0 && !priced && mode == Mode::Reject)
+        if (const double lower_bound = bucket_quick_admit(id, b); lower_bound >= 0) return {0.0, lower_bound};
     const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b, owed);
@@ -180,36 +179,6 @@ void price_and_charge(QueryDesc* qd) {
     metering_admitted(qd, id, b, mode, cost, a.deposit, a.tokens_left, p.ncalls > 0 ? &p.price.features : nullptr);
 }
 
-// After the executor's own start: the executor has checked the privileges
-// on every relation and function of the plan by then, so pricing never reads
-// the statistics of a table, or calls a function, that the user may not.
-OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
-    if (prev_executor_start)
-        prev_executor_start(qd, eflags);
-    else
-        standard_ExecutorStart(qd, eflags);
-    // Parallel workers run a fragment of a statement the leader already paid
-    // for; queries that pricing itself runs (spatial_ref_sys) are part of it,
-    // and so are those of a function the planner runs (constant folding): the
-    // planning meter's clock is on them.
-    const Mode mode = current_mode();
-    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing ||
-        planning_in_progress() || !shared_memory_ready())
-        return;
-    if (!calls_extension_functions(qd->plannedstmt)) {
-        if (mode == Mode::Reject && metering_start_unpriced(qd)) return;
-        admit_unpriced(qd, mode);
-    } else {
-        // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
-        // included, aborts the subtransaction it started in, and pricing_aborted
-        // clears the flag.
-        pricing = true;
-        pricing_subid = GetCurrentSubTransactionId();
-        guard([qd] { price_and_charge(qd); });
-        pricing = false;
-    }
-}
-
 }  // namespace
 
 core::Budget usable_budget_ok = {0.0, 0.0};
@@ -233,10 +202,22 @@ double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     return admit(id, b, mode, 0.0, nullptr).tokens_left;
 }
 
+// The ExecutorStart hook's part for what its start_unpriced() (metering.cpp) leaves:
+// a statement that calls extension functions is priced, one that calls none
+// is admitted in the mode's way.
+void executor_started(QueryDesc* qd, Mode mode, bool calls_extension) {
+    if (!calls_extension) return admit_unpriced(qd, mode);
+    // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
+    // included, aborts the subtransaction it started in, and pricing_aborted
+    // clears the flag.
+    pricing = true;
+    pricing_subid = GetCurrentSubTransactionId();
+    guard([qd] { price_and_charge(qd); });
+    pricing = false;
+}
+
 void install_hooks() {
-    prev_executor_start = ExecutorStart_hook;
-    ExecutorStart_hook = on_executor_start;
-    install_metering_hooks();
+    install_metering_hooks();  // the executor's hooks, ExecutorStart's included
     install_utility_metering();
     install_planning_metering();
     install_function_metering();

@@ -1,31 +1,37 @@
 // The pricing hook: every statement is priced at ExecutorStart (with this
 // execution's parameter values) and charged according to ogc_throttle.mode.
 #pragma once
+#include "ext/hot.hpp"
 
 #include "ext/bucket_table.hpp"
 #include "ext/settings.hpp"
 
 extern "C" {
 #include "access/xact.h"
+#include "executor/execdesc.h"
 }
 
 namespace ot::ext {
 void install_hooks();
+// After the executor's own start (metering.cpp's ExecutorStart hook, which
+// admits an unpriced statement in reject mode itself): prices the statement
+// and charges it, or admits one with nothing to price (calls_extension false).
+void executor_started(QueryDesc* qd, Mode mode, bool calls_extension);
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
 // This role's budget; ERROR (22023) when the spend path cannot represent it.
 // The settings change seldom: the last budget found usable needs no second
 // look (inline, every statement asks); usable_budget_check() looks.
-extern core::Budget usable_budget_ok;
+extern OT_LOCAL core::Budget usable_budget_ok;
 core::Budget usable_budget_check(core::Budget b);
 inline core::Budget usable_budget() {
     const core::Budget b = current_budget();
-    if (likely(b.capacity == usable_budget_ok.capacity && b.rate == usable_budget_ok.rate)) return b;
+    if (likely(same_budget(b, usable_budget_ok))) return b;
     return usable_budget_check(b);
 }
 // The pricing hook is pricing a statement (the queries it runs are part of it).
-extern bool pricing;
+extern OT_LOCAL bool pricing;
 inline bool pricing_in_progress() { return pricing; }
 // (Sub)transaction `from` aborts (InvalidSubTransactionId: the transaction):
 // pricing begun in it, or below it, is over.
@@ -35,10 +41,10 @@ void install_utility_metering();
 // Meters the planning of top-level statements (planning_metering.cpp).
 void install_planning_metering();
 // The planner is planning a top-level statement (the queries it analyses are part of it).
-extern int planning_depth;
+extern OT_LOCAL int planning_depth;
 inline bool planning_in_progress() { return planning_depth > 0; }
 // Milliseconds the planning meter has timed in this backend.
-extern double planning_ms_total;
+extern OT_LOCAL double planning_ms_total;
 // Charges what each client message made the backend do that no meter timed,
 // when the backend answers it (message_metering.cpp).
 void install_message_metering();

@@ -9,6 +9,7 @@
 
 #include "ext/boundary.hpp"
 #include "ext/hook.hpp"
+#include "ext/plan_pricing.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/samples.hpp"
 #include "ext/statement_samples.hpp"
@@ -59,6 +60,20 @@ SubTransactionId top_subid = InvalidSubTransactionId;
 
 Execution* last_opened = nullptr;  // a statement's passes and end ask for the record just opened
 
+// The current subtransaction's id, kept by the callbacks below (a
+// subtransaction's start, commit and abort each name it and its parent; every
+// transaction begins at the top one) instead of asking
+// GetCurrentSubTransactionId() at each statement's start and first pass.
+// The hooks are installed at preload, before any transaction.
+SubTransactionId current_subid = TopSubTransactionId;
+__attribute__((always_inline)) inline SubTransactionId current_subtransaction() {
+#ifdef OT_CHECK_SUBID
+    if (current_subid != GetCurrentSubTransactionId())
+        elog(ERROR, "ogc_throttle: kept subtransaction id %u, current %u", current_subid, GetCurrentSubTransactionId());
+#endif
+    return current_subid;
+}
+
 __attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
     if (last_opened != nullptr && last_opened->in_use && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
@@ -85,20 +100,26 @@ OT_HOT void hand_over(Execution* e) {
     e->unowed = 0;
 }
 
+void settle_pass_held(Execution* e, double ms);
+
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
-    count_measured(ms);
-    if (e->deposit == 0 && !e->priced) {
-        // e->unowed, e->stats_charge and e->stats_measured are 0 here: an
-        // earlier pass either settled the same way or had a deposit, which
-        // only its statement's end gives back.
+    if (likely(e->settled && e->deposit == 0 && !e->priced)) {
+        // e->unowed, e->stats_charge and e->stats_measured are 0 here: every
+        // earlier pass settled the same way (a nested statement's estimate
+        // makes a deposit, which only its statement's end gives back).
         const double extra = charges(*e) ? ms : 0;
-        if (likely(e->unowed == 0 && e->stats_measured == 0)) {
-            e->charged += extra;
-            settle(e->id, e->budget, extra, extra, ms, e->id_serial);
-            return;
-        }
+        e->charged += extra;
+        settle_measured(e->id, e->budget, extra, ms, e->id_serial);
+        return;
     }
+    settle_pass_held(e, ms);
+}
+
+// The rest of settle_pass, out of line (fewer registers for the usual pass to save).
+__attribute__((noinline)) void settle_pass_held(Execution* e, double ms) {
+    count_measured(ms);
+    e->settled = false;
     e->stats_measured += ms;
     const double consumed = std::min(e->deposit, ms);
     e->deposit -= consumed;
@@ -147,20 +168,30 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
                                                              double tokens_left, const core::PlanFeatures* features,
                                                              int workers) {
     Execution* e = nullptr;
-    for (int i = 0; i < kMaxOpen && e == nullptr; i++)
-        if (!open_execs[i].in_use) e = &open_execs[i];
-    if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+    if (likely(open_high == 0)) {
+        e = &open_execs[0];  // nothing open: the first slot, as the scan below would find
+        open_high = 1;
+    } else {
+        for (int i = 0; i < kMaxOpen && e == nullptr; i++)
+            if (!open_execs[i].in_use) e = &open_execs[i];
+        if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
+        open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+    }
     // Field by field: zeroing the whole record (its features are most of it)
     // was a tenth of an unpriced statement's admission. features is read
     // only while priced is set.
     e->in_use = true;
     e->ran = false;
     e->cutoff = false;
+    e->settled = deposit == 0 && features == nullptr;
     e->mode = mode;
     e->qd = qd;
-    e->subid = GetCurrentSubTransactionId();
-    e->id = id;
-    e->id_serial = identity_serial(id);
+    e->subid = current_subtransaction();
+    // A slot reused by the same identity (the same nonzero serial: the same
+    // key) holds its 64 bytes already.
+    const std::uint64_t serial = identity_serial(id);
+    if (serial == 0 || serial != e->id_serial) e->id = id;
+    e->id_serial = serial;
     e->budget = b;
     e->estimate = estimate;
     e->deposit = deposit;
@@ -168,14 +199,11 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->measured = 0;
     e->charged = deposit;
     e->unowed = 0;
-    e->allowed_ms = 0;
     e->stats_charge = 0;
     e->stats_measured = 0;
-    INSTR_TIME_SET_ZERO(e->pass_start);
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;
-    open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
     last_opened = e;
     return e;
 }
@@ -223,6 +251,16 @@ void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool
 
 // ---- a pass of an admitted statement: start, normal end, error ------------
 
+// elapsed_ms() with the clock read into a static (see top_cb below): passes
+// do not nest their ends, and no signal handler reads it.
+instr_time pass_clock;
+__attribute__((always_inline)) inline double pass_elapsed_ms(const instr_time& start) {
+    INSTR_TIME_SET_CURRENT(pass_clock);
+    const int64 ns =
+        static_cast<int64>(pass_clock.tv_sec - start.tv_sec) * 1000000000 + (pass_clock.tv_nsec - start.tv_nsec);
+    return static_cast<double>(ns) * 1e-6;
+}
+
 __attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
@@ -240,7 +278,7 @@ __attribute__((always_inline)) inline void pass_end(Execution* e, ErrorContextCa
     disarm_cutoff(true);
     running = nullptr;
     run_depth--;
-    settle_pass(e, elapsed_ms(e->pass_start));
+    settle_pass(e, pass_elapsed_ms(e->pass_start));
     if (unlikely(commit_phase_on)) commit_phase_pass_end();
 }
 
@@ -258,7 +296,7 @@ void pass_failed(Execution* e) {
 
 // A top-level pass of e (null: a pass nobody meters), unguarded.
 OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
-    top_subid = GetCurrentSubTransactionId();
+    top_subid = current_subtransaction();
     top_open = true;
     if (e == nullptr) {
         run_depth = 1;
@@ -323,19 +361,22 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
 
 // The first pass of the statement just admitted, at the top level: the common
 // case, straight to top_level's metered branch.
+// (Static, not a local: one top-level pass is on the stack at a time, and a
+// local whose address is taken costs the frame a stack-protector canary.)
+ErrorContextCallback top_cb;
+
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
         if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
-            top_subid = GetCurrentSubTransactionId();
+            top_subid = current_subtransaction();
             top_open = true;
-            ErrorContextCallback cb;
-            pass_begin(e, &cb);
+            pass_begin(e, &top_cb);
             if (prev_run)
                 prev_run(qd, dir, count, once);
             else
                 standard_ExecutorRun(qd, dir, count, once);
-            pass_end(e, &cb);
+            pass_end(e, &top_cb);
             e->ran = true;
             top_open = false;
             return;
@@ -353,9 +394,38 @@ OT_HOT void on_finish(QueryDesc* qd) {
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
 
+void end_and_refit(QueryDesc* qd);
+
+// Any other statement's end, out of line (the usual end keeps no frame).
+__attribute__((noinline)) void end_open(QueryDesc* qd) {
+    if (Execution* e = find_open(qd)) finish_inline(e, e->ran);
+}
+
 OT_HOT void on_end(QueryDesc* qd) {
-    if (run_depth == 0)
-        if (Execution* e = find_open(qd)) finish_inline(e, e->ran);
+    if (run_depth == 0) {
+        Execution* e = last_opened;
+        if (likely(e != nullptr && e->qd == qd && e->in_use && e->settled)) {
+            // Nothing priced, every pass settled as it ended (settle_pass):
+            // finish_inline with nothing to give back, sample or settle.
+            last = {true, e->estimate, e->measured, e->charged, e->cutoff};
+            e->in_use = false;
+            e->qd = nullptr;
+            if (likely(open_high == 1))
+                open_high = 0;
+            else
+                while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+        } else {
+            end_open(qd);
+        }
+    }
+    if (likely(!refit_due)) return prev_end ? prev_end(qd) : standard_ExecutorEnd(qd);  // a tail call, no frame
+    end_and_refit(qd);
+}
+
+// A calibration refit became due (finish_inline): after the executor's end.
+// (A nested statement's end that ExecutorEnd may run finds it due too, and
+// runs it at its own end when no pass is on the stack.)
+__attribute__((noinline)) void end_and_refit(QueryDesc* qd) {
     if (prev_end)
         prev_end(qd);
     else
@@ -387,12 +457,14 @@ OT_HOT void on_xact(XactEvent event, void*) {
             GetTopTransactionIdIfAny() == InvalidTransactionId)
             return;  // nothing to flush: commit_flush_begin() would find no xid
     } else if (event == XACT_EVENT_COMMIT) {
+        current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
         if (likely(!commit_flush_on) && open_high == 0) return;
     }
     on_xact_other(event);
 }
 
 __attribute__((noinline)) void on_xact_other(XactEvent event) {
+    if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE) current_subid = TopSubTransactionId;
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
@@ -424,8 +496,14 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
     }
 }
 
-void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId, void*) {
-    if (event != SUBXACT_EVENT_ABORT_SUB) return;
+void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void*) {
+    switch (event) {
+        case SUBXACT_EVENT_START_SUB: current_subid = mySubid; return;
+        case SUBXACT_EVENT_COMMIT_SUB: current_subid = parentSubid; return;
+        case SUBXACT_EVENT_ABORT_SUB: break;
+        default: return;
+    }
+    current_subid = parentSubid;  // (its clean-up follows; no statement runs in the aborted one)
     top_level_aborted(mySubid);
     pricing_aborted(mySubid);
     if (open_high > 0) finish_from(mySubid);
@@ -493,26 +571,59 @@ OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget
     open_execution(qd, id, b, mode, estimate, deposit, tokens_left, features, planned_workers(qd->plannedstmt));
 }
 
+
+LastStatement last_statement() { return last; }
+
+namespace {
+
+ExecutorStart_hook_type prev_start = nullptr;
+
 // A statement with nothing to price, started in reject mode: admitted against
 // its bucket's debt by the lock-free board and its record opened in one step,
 // as admit_unpriced() -> admit() -> metering_admitted() would (the calls and
 // their arguments were a sixth of what the hook added to a select-only
 // statement). False: the general path decides (inside a pass nobody meters,
 // true-up off, or a board that cannot prove the bucket out of debt).
-OT_HOT bool metering_start_unpriced(QueryDesc* qd) {
+__attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
     const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
     if (running != nullptr) return true;  // on the outer statement's clock
     if (run_depth != 0 || !true_up_enabled()) return false;
-    double tokens_left;
-    if (!bucket_quick_admit(id, b, &tokens_left)) return false;
+    const double tokens_left = bucket_quick_admit_inline(id, b, identity_serial(id));
+    if (tokens_left < 0) return false;
     open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
     return true;
 }
 
-LastStatement last_statement() { return last; }
+// After the executor's own start: the executor has checked the privileges
+// on every relation and function of the plan by then, so pricing never reads
+// the statistics of a table, or calls a function, that the user may not.
+// The usual statement (nothing to price, reject mode) is admitted and its
+// record opened here, in this frame (it took three before); the rest is
+// hook.cpp's executor_started().
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
+    if (prev_start)
+        prev_start(qd, eflags);
+    else
+        standard_ExecutorStart(qd, eflags);
+    // Parallel workers run a fragment of a statement the leader already paid
+    // for; queries that pricing itself runs (spatial_ref_sys) are part of it,
+    // and so are those of a function the planner runs (constant folding): the
+    // planning meter's clock is on them.
+    const Mode mode = current_mode();
+    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing_in_progress() ||
+        planning_in_progress() || !shared_memory_ready())
+        return;
+    const bool calls_extension = calls_extension_functions(qd->plannedstmt);
+    if (!calls_extension && mode == Mode::Reject && start_unpriced(qd)) return;
+    executor_started(qd, mode, calls_extension);
+}
+
+}  // namespace
 
 void install_metering_hooks() {
+    prev_start = ExecutorStart_hook;
+    ExecutorStart_hook = on_executor_start;
     prev_run = ExecutorRun_hook;
     ExecutorRun_hook = on_run;
     prev_finish = ExecutorFinish_hook;

@@ -24,6 +24,7 @@ extern "C" {
 
 namespace ot::ext {
 
+// The executor's hooks: ExecutorStart (then hook.cpp's executor_started), Run, Finish, End.
 void install_metering_hooks();
 
 // Whether a statement being started now runs inside a metered pass (its
@@ -38,10 +39,6 @@ bool metering_nested();
 void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features);
 
-// The ExecutorStart hook's fast path for a statement with nothing to price in
-// reject mode: admitted and metered as metering_admitted() would after the
-// admission; false when the general path must decide.
-bool metering_start_unpriced(QueryDesc* qd);
 
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a
 // span that is charged as a whole (a commit's deferred-trigger phase, a

@@ -1,5 +1,6 @@
 // GUCs: defined once in define_settings(), read through these accessors.
 #pragma once
+#include "ext/hot.hpp"
 #include <cstdint>
 
 #include "core/cost_model.hpp"
@@ -9,11 +10,11 @@ namespace ot::ext {
 
 void define_settings();
 
-extern int setting_max_identities;
-extern int setting_max_identity_stats;
-extern bool setting_save;
-extern bool setting_charge_connection;  // ogc_throttle.charge_connection
-extern int setting_max_samples;
+extern OT_LOCAL int setting_max_identities;
+extern OT_LOCAL int setting_max_identity_stats;
+extern OT_LOCAL bool setting_save;
+extern OT_LOCAL bool setting_charge_connection;  // ogc_throttle.charge_connection
+extern OT_LOCAL int setting_max_samples;
 
 // What the pricing hook does with a priced statement.
 enum class Mode { Off, Log, Delay, Reject };
@@ -21,13 +22,13 @@ enum class Mode { Off, Log, Delay, Reject };
 // The settings every statement reads, defined in settings.cpp: read inline (a
 // call for each was a few per cent of what the hook adds to a select-only statement).
 namespace guc {
-extern int mode;
-extern bool true_up;
-extern int cutoff_grace;
-extern char* identity;
-extern std::uint64_t identity_assignments;
-extern double capacity;
-extern double rate;
+extern OT_LOCAL int mode;
+extern OT_LOCAL bool true_up;
+extern OT_LOCAL int cutoff_grace;
+extern OT_LOCAL char* identity;
+extern OT_LOCAL std::uint64_t identity_assignments;
+extern OT_LOCAL double capacity;
+extern OT_LOCAL double rate;
 }  // namespace guc
 
 inline Mode current_mode() { return static_cast<Mode>(guc::mode); }

@@ -11,27 +11,13 @@ extern "C" {
 }
 
 namespace ot::ext {
+
+Pending pending_settlement = {};
+
 namespace {
 
-constexpr double kFlushMs = 10;
-constexpr double kStatsFlushMs = 100;
-constexpr int kStatsFlushStatements = 64;
-// One identity for both halves: a backend pays for one identity statement
-// after statement, so a settlement compares its key once, and a change of
-// identity (rare: a SET of ogc_throttle.identity) writes out both halves first.
-struct Pending {
-    bool has_id;
-    IdentityKey id;
-    std::uint64_t serial;  // identity_serial() of the key id was copied from (0: unknown)
-    bool any;
-    core::Budget budget;
-    double owed;  // > 0 to charge, < 0 to refund
-    bool stats_any;
-    double stats_charge;
-    double stats_measured;
-    int stats_statements;
-};
-Pending pending = {};
+// (kFlushMs, kStatsFlushMs, kStatsFlushStatements and Pending: settlement.hpp)
+Pending& pending = pending_settlement;
 bool exit_flush_registered = false;
 
 bool same_id(const IdentityKey& a, const IdentityKey& b) { return same_identity(a, b); }
@@ -49,6 +35,8 @@ void flush_owed() {
 void flush_stats() {
     if (!pending.stats_any) return;
     pending.stats_any = false;
+    if (pending.counted_ms > 0) publish_measured(pending.counted_ms);
+    pending.counted_ms = 0;
     record_true_up(pending.id, pending.stats_charge, pending.stats_measured);
     pending.stats_charge = pending.stats_measured = 0;
     pending.stats_statements = 0;
@@ -111,6 +99,11 @@ OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double ch
     if (unlikely(serial == 0 || serial != pending.serial || !pending.has_id)) adopt(id, serial);
     add_owed(b, owed);
     add_stats(charge, measured);
+}
+
+void settle_flush_due() {
+    if (std::fabs(pending.owed) >= kFlushMs) flush_owed();
+    if (pending.stats_measured >= kStatsFlushMs || pending.stats_statements >= kStatsFlushStatements) flush_stats();
 }
 
 void flush_settlements() {

@@ -1,6 +1,7 @@
 // Argument readers shared by the SQL functions (NULL is an error, never a
 // pass), and the row shape they share.
 #pragma once
+#include "ext/hot.hpp"
 #include <cstdint>
 
 #include "ext/bucket_table.hpp"
@@ -19,15 +20,15 @@ int32 arg_int32(FunctionCallInfo fcinfo, int n, const char* name);
 int64 arg_int64(FunctionCallInfo fcinfo, int n, const char* name);
 IdentityKey arg_identity(FunctionCallInfo fcinfo, int n);
 // The login role's key, its role and serial (own_identity()'s cache, read inline).
-extern Oid own_identity_role;
-extern IdentityKey own_identity_role_key;
-extern std::uint64_t own_identity_role_serial;
+extern OT_LOCAL Oid own_identity_role;
+extern OT_LOCAL IdentityKey own_identity_role_key;
+extern OT_LOCAL std::uint64_t own_identity_role_serial;
 const IdentityKey& own_identity_slow();
 // The key own_identity() last returned, and the number of what was last written
 // there: two keys with the same nonzero serial are the same identity, known
 // without comparing their 64 bytes (an admission and a settlement each did).
-extern const IdentityKey* own_identity_last;
-extern std::uint64_t own_identity_serial;
+extern OT_LOCAL const IdentityKey* own_identity_last;
+extern OT_LOCAL std::uint64_t own_identity_serial;
 // The caller's own identity: ogc_throttle.identity when a trusted role set it,
 // else the session's login role (not a role taken with SET ROLE, nor a
 // SECURITY DEFINER owner). A backend-local key, valid until the next call:

@@ -23,8 +23,8 @@ void priced_statement_admitted();
 // message_metering.cpp, at each answer: ms of server time outside the
 // executor since the previous answer (what no meter timed, and planning).
 // Inline for the usual answer, when no priced statement is about.
-extern double sample_open_ms;  // since the last statement-ending answer
-extern bool sample_pending;    // a priced statement is about: the slow path decides
+extern OT_LOCAL double sample_open_ms;  // since the last statement-ending answer
+extern OT_LOCAL bool sample_pending;     // a priced statement is about: the slow path decides
 void statement_overhead_slow(char type);
 inline void statement_overhead(char type, double ms) {
     sample_open_ms += ms;
