@@ -132,6 +132,18 @@ __attribute__((noinline)) void settle_pass_held(Execution* e, double ms) {
     e->stats_charge += extra;
 }
 
+// The record's last figures for throttle_last_statement(), and its slot free.
+__attribute__((always_inline)) inline void release_slot(Execution* e) {
+    last = {true, e->estimate, e->measured, e->charged, e->cutoff};
+    e->in_use = false;
+    e->qd = nullptr;
+    if (likely(open_high == 1)) {  // the one open statement (e) closes
+        open_high = 0;
+        return;
+    }
+    while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+}
+
 // The statement is over: what is left of the deposit was not used. Only a
 // statement that completed is a calibration sample (an error or a cut-off
 // leaves its time unknown).
@@ -149,14 +161,7 @@ __attribute__((always_inline)) inline void finish_inline(Execution* e, bool comp
     // (nothing left when every pass settled as it ended)
     if (owed != 0 || e->stats_charge != 0 || e->stats_measured != 0)
         settle(e->id, e->budget, owed, e->stats_charge, e->stats_measured, e->id_serial);
-    last = {true, e->estimate, e->measured, e->charged, e->cutoff};
-    e->in_use = false;
-    e->qd = nullptr;
-    if (likely(open_high == 1)) {  // the one open statement (e) closes
-        open_high = 0;
-        return;
-    }
-    while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+    release_slot(e);
 }
 
 void finish(Execution* e, bool completed) { finish_inline(e, completed); }
@@ -407,13 +412,7 @@ OT_HOT void on_end(QueryDesc* qd) {
         if (likely(e != nullptr && e->qd == qd && e->in_use && e->settled)) {
             // Nothing priced, every pass settled as it ended (settle_pass):
             // finish_inline with nothing to give back, sample or settle.
-            last = {true, e->estimate, e->measured, e->charged, e->cutoff};
-            e->in_use = false;
-            e->qd = nullptr;
-            if (likely(open_high == 1))
-                open_high = 0;
-            else
-                while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+            release_slot(e);
         } else {
             end_open(qd);
         }
@@ -607,12 +606,10 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     else
         standard_ExecutorStart(qd, eflags);
     // Parallel workers run a fragment of a statement the leader already paid
-    // for; queries that pricing itself runs (spatial_ref_sys) are part of it,
-    // and so are those of a function the planner runs (constant folding): the
-    // planning meter's clock is on them.
+    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
     const Mode mode = current_mode();
     if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing_in_progress() ||
-        planning_in_progress() || !shared_memory_ready())
+        !shared_memory_ready())
         return;
     const bool calls_extension = calls_extension_functions(qd->plannedstmt);
     if (!calls_extension && mode == Mode::Reject && start_unpriced(qd)) return;
