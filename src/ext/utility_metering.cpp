@@ -83,8 +83,8 @@ void call_utility(void* arg) {
 
 // The statement's kind first: most utility statements do no work of their own.
 bool metered_here(const PlannedStmt* pstmt) {
-    return does_work(pstmt->utilityStmt) && metering_idle() && !planning_in_progress() && current_mode() != Mode::Off &&
-           true_up_enabled() && !IsParallelWorker() && shared_memory_ready();
+    return does_work(pstmt->utilityStmt) && metering_idle() && current_mode() != Mode::Off && true_up_enabled() &&
+           !IsParallelWorker() && shared_memory_ready();
 }
 
 bool finishes_prepared(const Node* n) {

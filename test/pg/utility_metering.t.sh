@@ -128,6 +128,18 @@ echo "# SELECT slow_const(), folded by the planner: duration line ${took} ms, bu
 check "a function the planner runs is charged once ($spent of ${took:-?} ms, 0.9-1.2)" \
   awk -v s="$spent" -v t="${took:-0}" 'BEGIN { exit !(t >= 300 && s >= 0.9 * t && s <= 1.2 * t) }'
 q "ALTER ROLE util RESET log_min_duration_statement" >/dev/null
+# ... and still bounded by the budget: a query the planner runs is a statement of its own, cut off at its
+# deadline (with the planning clock alone on it, 3 s of pg_sleep ran to its end on a 200 ms budget).
+q "CREATE FUNCTION slow_const3() RETURNS int IMMUTABLE LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(3); RETURN 1; END \$\$;
+   GRANT EXECUTE ON FUNCTION slow_const3() TO util; ALTER ROLE util SET ogc_throttle.capacity = 200" >/dev/null
+q "SELECT throttle_reset('util')" >/dev/null
+start=$(date +%s.%N)
+u -c "SELECT slow_const3() /*folded3*/" >/dev/null
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "# SELECT slow_const3() (3 s folded by the planner) on a 200 ms budget: ${took} s; $(grep -o 'ERROR:  53T01.*' "$DIR/u.err" | head -1)"
+check "a query the planner runs is cut off at its budget with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/u.err"
+check "... well before its 3 s (${took} s)" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
+q "ALTER ROLE util SET ogc_throttle.capacity = 60000" >/dev/null
 
 # --- with ogc_throttle.true_up = off (0.1 behaviour) utility statements are not metered ---------------
 q "SELECT throttle_reset('util')" >/dev/null
