@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/gserialized.hpp"
+
 extern "C" {
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -46,6 +48,9 @@ struct Cache {
     Oid helpers[kHelpers];
     bool helper_ready[kHelpers];
     FmgrInfo helper_info[kHelpers];
+    bool all_helpers;    // every helper found
+    bool box3d_layout;   // box3d is the 52 bytes of PostGIS's BOX3D: read, not asked field by field
+    bool expand_folds;   // ST_Expand(geometry, float8) is not volatile (as PostGIS declares it)
 };
 Cache cache;
 
@@ -130,6 +135,7 @@ void classify(Oid fn, Form_pg_proc p) {
         cache.helpers[Selectivity] = fn;
     } else if (named(name, "st_expand") && p->pronargs == 2 && named(arg0, "geometry")) {
         cache.helpers[Expand] = fn;
+        cache.expand_folds = p->provolatile != PROVOLATILE_VOLATILE;
     } else if (named(name, "box3d") && p->pronargs == 1) {
         if (named(arg0, "geometry")) cache.helpers[Box3dOfGeometry] = fn;
         if (named(arg0, "box2d")) cache.helpers[Box3dOfBox2d] = fn;
@@ -164,6 +170,7 @@ void rebuild() {
     for (Entry& e : cache.slots) e = {InvalidOid, GisRole::None};
     for (Oid& h : cache.helpers) h = InvalidOid;
     for (bool& r : cache.helper_ready) r = false;
+    cache.all_helpers = cache.box3d_layout = cache.expand_folds = false;
     cache.valid = true;  // before the lookups: an invalidation during them marks it stale again
 
     const Oid ext = get_extension_oid("postgis", true);
@@ -178,6 +185,11 @@ void rebuild() {
         }
         ReleaseSysCacheList(list);
     }
+    cache.all_helpers = true;
+    for (Oid h : cache.helpers) cache.all_helpers &= OidIsValid(h);
+    // PostGIS's BOX3D: six doubles and an int32 SRID, INTERNALLENGTH = 52 since PostGIS 2.0.
+    cache.box3d_layout = cache.all_helpers && get_typlen(get_func_rettype(cache.helpers[Box3dOfGeometry])) == 52 &&
+                         get_typlen(get_func_rettype(cache.helpers[Box3dOfBox2d])) == 52;
 }
 
 FmgrInfo* helper_info(Helper h) {
@@ -198,7 +210,27 @@ Datum call(Helper h, Datum arg, bool* isnull) {
     return result;
 }
 
+// The fields of PostGIS's BOX3D (liblwgeom.h).
+struct Box3d {
+    double xmin, ymin, zmin, xmax, ymax, zmax;
+    int32 srid;
+};
+
+// What ST_XMin, ST_YMin, ST_XMax and ST_YMax return for the box (BOX3D_xmin…:
+// Min(xmin, xmax) and so on), read from it instead of four calls through fmgr.
+void read_box3d(Datum box3d, GisBox* out) {
+    const auto* b = reinterpret_cast<const Box3d*>(DatumGetPointer(box3d));
+    out->xmin = Min(b->xmin, b->xmax);
+    out->ymin = Min(b->ymin, b->ymax);
+    out->xmax = Max(b->xmin, b->xmax);
+    out->ymax = Max(b->ymin, b->ymax);
+}
+
 bool box_from_box3d(Datum box3d, GisBox* out) {
+    if (cache.box3d_layout) {
+        read_box3d(box3d, out);
+        return true;
+    }
     bool isnull = false;
     out->xmin = DatumGetFloat8(call(XMin, box3d, &isnull));
     out->ymin = DatumGetFloat8(call(YMin, box3d, &isnull));
@@ -209,9 +241,7 @@ bool box_from_box3d(Datum box3d, GisBox* out) {
 
 bool helpers_ready() {
     if (!cache.valid) rebuild();
-    for (Oid h : cache.helpers)
-        if (!OidIsValid(h)) return false;
-    return true;
+    return cache.all_helpers;
 }
 
 }  // namespace
@@ -259,9 +289,21 @@ int32 geometry_srid(Datum geometry) {
 
 bool geometry_box(Datum geometry, GisBox* out) {
     if (!helpers_ready()) return false;
+    // A point or an envelope, as most searches are: read where it lies, as box3d() would compute it.
+    const auto* v = reinterpret_cast<const varlena*>(DatumGetPointer(geometry));
+    if (VARATT_IS_4B_U(v) &&
+        core::gserialized_box(reinterpret_cast<const unsigned char*>(v), VARSIZE(v), &out->xmin, &out->ymin, &out->xmax,
+                              &out->ymax, &out->srid) == core::GserializedBox::Box)
+        return true;
     bool isnull = false;
     Datum box3d = call(Box3dOfGeometry, geometry, &isnull);
     if (isnull) return false;
+    if (cache.box3d_layout) {
+        // box3d(geometry) carries the geometry's SRID (LWGEOM_to_BOX3D), as ST_SRID would say.
+        read_box3d(box3d, out);
+        out->srid = reinterpret_cast<const Box3d*>(DatumGetPointer(box3d))->srid;
+        return true;
+    }
     out->srid = geometry_srid(geometry);
     return box_from_box3d(box3d, out);
 }
@@ -282,6 +324,8 @@ bool expand_geometry(Datum geometry, double d, Datum* out) {
 }
 
 bool is_st_expand(Oid fn) { return helpers_ready() && fn == cache.helpers[Expand]; }
+
+bool is_foldable_st_expand(Oid fn) { return is_st_expand(fn) && cache.expand_folds; }
 
 bool geography_as_geometry(Datum geography, Datum* out) {
     if (!helpers_ready()) return false;

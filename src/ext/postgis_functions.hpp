@@ -64,6 +64,8 @@ bool expand_geometry(Datum geometry, double d, Datum* out);
 
 // Whether fn is ST_Expand(geometry, float8).
 bool is_st_expand(Oid fn);
+// ... and not declared volatile: its value (and box) is known before execution.
+bool is_foldable_st_expand(Oid fn);
 
 // geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
 bool geography_as_geometry(Datum geography, Datum* out);
