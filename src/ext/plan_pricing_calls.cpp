@@ -23,8 +23,9 @@ core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role) {
     if (w->ncalls == w->capacity) {
         w->capacity = w->capacity == 0 ? 8 : w->capacity * 2;
         const size_t bytes = sizeof(core::PricedCall) * w->capacity;
-        w->calls = static_cast<core::PricedCall*>(w->calls == nullptr ? MemoryContextAlloc(walk_context(w), bytes)
-                                                                       : repalloc(w->calls, bytes));
+        // In the caller's context, as the evaluation context is: a statement that evaluates nothing
+        // (its arguments planned as constants) creates no context at all.
+        w->calls = static_cast<core::PricedCall*>(w->calls == nullptr ? palloc(bytes) : repalloc(w->calls, bytes));
     }
     core::PricedCall* c = &w->calls[w->ncalls++];
     *c = core::PricedCall{};
@@ -64,13 +65,19 @@ struct Side {
     bool has_box;
     GisBox box;
     int32 srid;
-    Datum value;  // when evaluated
+    Datum value;  // when evaluated; 0 while only its box is known (expanded_box)
+    Node* expr;
 };
 
 Side read_geometry(Walk* w, Node* e) {
-    Side s{false, false, {}, 0, 0};
+    Side s{false, false, {}, 0, 0, e};
     Datum d;
-    if (!column_walker(e, w) && eval(w, e, &d)) {
+    if (column_walker(e, w)) {
+        s.srid = srid_from_typmod(exprTypmod(e));
+    } else if (expanded_box(w, e, &s.box)) {
+        s.evaluated = s.has_box = true;
+        s.srid = s.box.srid;
+    } else if (eval(w, e, &d)) {
         s.evaluated = true;
         s.value = d;
         s.has_box = box_of(w, d, &s.box);
@@ -79,6 +86,13 @@ Side read_geometry(Walk* w, Node* e) {
         s.srid = srid_from_typmod(exprTypmod(e));
     }
     return s;
+}
+
+// An evaluated side's value, computed now if only its box was.
+Datum value_of(Walk* w, const Side& s) {
+    Datum d = s.value;
+    if (d == 0 && !eval(w, s.expr, &d)) d = 0;
+    return d;
 }
 
 // The base-table column a search runs over, when that side is one: the key to
@@ -102,8 +116,8 @@ bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
 // scan — made by PostGIS's own selectivity function — is already in the plan,
 // for free. A generic plan estimated a parameter blindly: then ask PostGIS for
 // this execution's value (about 100 µs), once per distinct box per statement.
-double rows_met(Walk* w, Node* column, Node* search, Datum search_geometry, const core::Box& box,
-                            core::RowsSource* source) {
+double rows_met(Walk* w, Node* column, Node* search, const Side* search_side, Datum search_geometry,
+                const core::Box& box, core::RowsSource* source) {
     Oid relid;
     AttrNumber attnum;
     if (!base_column(w, column, &relid, &attnum)) return -1;
@@ -119,7 +133,9 @@ double rows_met(Walk* w, Node* column, Node* search, Datum search_geometry, cons
     }
     *source = core::RowsSource::Statistics;
     const double before = rows_asked_before(w, box, w->ncalls - 1);
-    return before >= 0 ? before : estimated_rows(relid, attnum, search_geometry);
+    if (before >= 0) return before;
+    if (search_side != nullptr) search_geometry = value_of(w, *search_side);
+    return search_geometry != 0 ? estimated_rows(relid, attnum, search_geometry) : -1;
 }
 
 void on_dwithin(Walk* w, GisRole role, List* args) {
@@ -150,9 +166,10 @@ void on_dwithin(Walk* w, GisRole role, List* args) {
         // the generic plan could not see, needs PostGIS asked directly.
         Node* column = static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args));
         const bool blind = param_walker(reinterpret_cast<Node*>(args), nullptr);
-        Datum expanded;
-        if (blind && role == GisRole::DWithinGeometry && expand_geometry(point.value, r, &expanded))
-            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), expanded, c->box, &c->rows_source);
+        Datum expanded, centre;
+        if (blind && role == GisRole::DWithinGeometry && (centre = value_of(w, point)) != 0 &&
+            expand_geometry(centre, r, &expanded))
+            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), nullptr, expanded, c->box, &c->rows_source);
     }
 }
 
@@ -171,7 +188,7 @@ void on_bbox_filter(Walk* w, GisRole role, List* args) {
         return;
     }
     if (!priced_by_box(c, s.box)) return;
-    c->rows = rows_met(w, ca ? a : b, ca ? b : a, s.value, c->box, &c->rows_source);
+    c->rows = rows_met(w, ca ? a : b, ca ? b : a, &s, 0, c->box, &c->rows_source);
 }
 
 void on_make_envelope(Walk* w, Node* call) {
@@ -213,7 +230,7 @@ void on_mvt_geom(Walk* w, List* args) {
 }
 
 bool expr_walker(Node* node, Walk* w) {
-    if (node == nullptr) return false;
+    if (node == nullptr || is_leaf(node)) return false;
     if (IsA(node, FuncExpr)) {
         auto* f = reinterpret_cast<FuncExpr*>(node);
         GisRole role = gis_role(f->funcid);

@@ -4,6 +4,7 @@
 #include "ext/plan_pricing_walk.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ext/direct_eval.hpp"
 
@@ -36,6 +37,8 @@ bool not_evaluable_walker(Node* node, Walk* w) {
             auto* p = reinterpret_cast<Param*>(node);
             return p->paramkind != PARAM_EXTERN || w->params == nullptr;
         }
+        case T_Const:
+            return false;
         default:
             break;
     }
@@ -67,6 +70,25 @@ bool box_of(Walk* w, Datum geometry, GisBox* out) {
     return true;
 }
 
+// ST_Expand(g, d) with g and d known now and d >= 0: LWGEOM_expand makes the polygon of g's box
+// grown by d on each side (the same doubles, g's SRID), whose box is that box. The search of
+// ST_DWithin's index condition, read without making and reading the polygon; its value is
+// evaluated only if something asks for it (eval, memoised as usual).
+bool expanded_box(Walk* w, Node* e, GisBox* out) {
+    if (!IsA(e, FuncExpr)) return false;
+    auto* f = reinterpret_cast<FuncExpr*>(e);
+    if (f->funcretset || list_length(f->args) != 2 || !is_foldable_st_expand(f->funcid)) return false;
+    double d;
+    Datum g;
+    GisBox b;
+    if (!eval_float8(w, static_cast<Node*>(lsecond(f->args)), &d) || !std::isfinite(d) || !(d >= 0)) return false;
+    if (!eval(w, static_cast<Node*>(linitial(f->args)), &g) || !box_of(w, g, &b)) return false;
+    // An empty g (no box) is returned as it is; a NaN would order differently in PostGIS's min and max.
+    if (std::isnan(b.xmin) || std::isnan(b.ymin) || std::isnan(b.xmax) || std::isnan(b.ymax)) return false;
+    *out = {b.xmin - d, b.ymin - d, b.xmax + d, b.ymax + d, b.srid};
+    return true;
+}
+
 // A column of this row, or of the outer row of a nested loop (which the
 // planner passes to the inner side as a PARAM_EXEC).
 bool column_walker(Node* node, Walk* w) {
@@ -76,12 +98,14 @@ bool column_walker(Node* node, Walk* w) {
         auto* p = reinterpret_cast<Param*>(node);
         return p->paramkind == PARAM_EXEC && bms_is_member(p->paramid, w->nestloop_params);
     }
+    if (is_leaf(node)) return false;
     return expression_tree_walker(node, as_walker(column_walker), w);
 }
 
 bool param_walker(Node* node, void*) {
     if (node == nullptr) return false;
     if (IsA(node, Param)) return true;
+    if (is_leaf(node)) return false;
     return expression_tree_walker(node, as_walker(param_walker), nullptr);
 }
 

@@ -26,6 +26,7 @@ bool other_row_walker(Node* node, void*) {
     if (node == nullptr) return false;
     if (IsA(node, Param)) return reinterpret_cast<Param*>(node)->paramkind == PARAM_EXEC;
     if (IsA(node, Var)) return IS_SPECIAL_VARNO(reinterpret_cast<Var*>(node)->varno);
+    if (is_leaf(node)) return false;
     return expression_tree_walker(node, as_walker(other_row_walker), nullptr);
 }
 
@@ -221,10 +222,16 @@ bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out) {
         ColumnTest t;
         Datum d;
         if (!column_test(static_cast<Node*>(lfirst(lc)), scanrelid, &t) || !IsA(lfirst(lc), OpExpr) ||
-            !(is_box_operator(t.role) || t.role == GisRole::OverlapsGeography) || column_walker(t.other, c->w) ||
-            !eval(c->w, t.other, &d))
+            !(is_box_operator(t.role) || t.role == GisRole::OverlapsGeography) || column_walker(t.other, c->w))
             continue;
-        if (t.role == GisRole::OverlapsGeography) {
+        out->geometry_expr = nullptr;
+        if (t.role != GisRole::OverlapsGeography && expanded_box(c->w, t.other, &out->box)) {
+            out->geography = false;
+            out->geometry = 0;
+            out->geometry_expr = t.other;  // evaluated only if PostGIS is asked
+        } else if (!eval(c->w, t.other, &d)) {
+            continue;
+        } else if (t.role == GisRole::OverlapsGeography) {
             Datum geom;
             if (!geography_as_geometry(d, &geom) || !box_of(c->w, geom, &out->box)) continue;
             // A geography box made by _st_expand keeps only its point here: no use.
@@ -302,7 +309,7 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis,
     if (s.box.xmax < s.box.xmin) return 0;
     const double g = grid_rows(c->w, relid, s.attnum, s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax);
     if (g >= 0) return g;
-    if (may_ask_postgis && !s.geography && s.geometry != 0) {
+    if (may_ask_postgis && !s.geography && (s.geometry != 0 || s.geometry_expr != nullptr)) {
         // For a parameter the call walk asked PostGIS already for the same box (ST_DWithin's, a &&
         // filter's): once per statement. (For a literal its rows are the plan's, not PostGIS's.)
         *source = core::RowsSource::Statistics;
@@ -310,7 +317,10 @@ double search_rows(PlanCtx* c, Oid relid, const Search& s, bool may_ask_postgis,
             s.from_param ? rows_asked_before(c->w, {s.box.xmin, s.box.ymin, s.box.xmax, s.box.ymax, s.box.srid},
                                              c->w->ncalls)
                          : -1;
-        return before >= 0 ? before : estimated_rows(relid, s.attnum, s.geometry);
+        if (before >= 0) return before;
+        Datum g = s.geometry;
+        if (g == 0 && !eval(c->w, s.geometry_expr, &g)) return -1;
+        return estimated_rows(relid, s.attnum, g);
     }
     *source = core::RowsSource::Plan;
     return -1;

@@ -68,6 +68,11 @@ struct Walk {
 // density_grid_rows, asked once per distinct box of a walk.
 double grid_rows(Walk* w, Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
 
+// Nodes without subexpressions, which expression_tree_walker would be called on
+// only to return false: the walkers stop at them (most nodes of a plan's
+// expressions are such leaves, and each call also checked the stack depth).
+inline bool is_leaf(const Node* n) { return IsA(n, Const) || IsA(n, Var) || IsA(n, Param); }
+
 // PostgreSQL 15 declares tree walkers K&R-style, as bool (*)(); the detour
 // through void (*)() is the sanctioned generic function-pointer cast.
 using Walker = bool (*)();
@@ -80,6 +85,9 @@ Walker as_walker(F* f) {
 MemoryContext walk_context(Walk* w);
 // geometry_box, asked once per distinct value of a walk.
 bool box_of(Walk* w, Datum geometry, GisBox* out);
+// The box of ST_Expand(g, d)'s value, known without computing the value; false
+// when e is no such call (then eval and box_of).
+bool expanded_box(Walk* w, Node* e, GisBox* out);
 // A column of this row, or of the outer row of a nested loop.
 bool column_walker(Node* node, Walk* w);
 // Any parameter (a generic plan's estimates are blind to its value).
@@ -142,6 +150,7 @@ struct Search {
     GisBox box;
     bool geography;
     Datum geometry;   // the searched box as a geometry (0 for geography)
+    Node* geometry_expr;  // ... or, when only its box was read (expanded_box), what evaluates to it
     bool from_param;  // the searched value is a parameter: the (generic) plan's estimates are blind to it
 };
 
