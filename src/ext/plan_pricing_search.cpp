@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ext/catalog_memo.hpp"
 #include "ext/density_grid.hpp"
 
 extern "C" {
@@ -31,16 +32,10 @@ bool other_row_walker(Node* node, void*) {
 }
 
 // pg_proc.procost (readable by every role; no function is called).
-float4 declared_cost(Oid fn) {
-    HeapTuple t = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
-    if (!HeapTupleIsValid(t)) return 0;
-    const float4 cost = reinterpret_cast<Form_pg_proc>(GETSTRUCT(t))->procost;
-    ReleaseSysCache(t);
-    return cost;
-}
+float4 declared_cost(Oid fn) { return memo_procost(fn); }
 
 bool facts_walker(Node* node, ExprFacts* f) {
-    if (node == nullptr) return false;
+    if (node == nullptr || is_leaf(node)) return false;
     Oid fn = InvalidOid;
     List* args = NIL;
     if (IsA(node, FuncExpr)) {
@@ -106,21 +101,9 @@ ExprFacts facts_of(Node* n) {
     return f;
 }
 
-double reltuples_of(Oid relid) {
-    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(rel)) return -1;
-    const double t = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->reltuples;
-    ReleaseSysCache(rel);
-    return t;
-}
+double reltuples_of(Oid relid) { return memo_reltuples(relid); }
 
-double relpages_of(Oid relid) {
-    HeapTuple rel = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(rel)) return -1;
-    const double t = reinterpret_cast<Form_pg_class>(GETSTRUCT(rel))->relpages;
-    ReleaseSysCache(rel);
-    return t;
-}
+double relpages_of(Oid relid) { return memo_relpages(relid); }
 
 Oid scan_relation(PlanCtx* c, Plan* p) {
     const Index rti = reinterpret_cast<Scan*>(p)->scanrelid;
