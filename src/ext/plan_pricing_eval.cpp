@@ -78,6 +78,11 @@ bool expanded_box(Walk* w, Node* e, GisBox* out) {
     if (!IsA(e, FuncExpr)) return false;
     auto* f = reinterpret_cast<FuncExpr*>(e);
     if (f->funcretset || list_length(f->args) != 2 || !is_foldable_st_expand(f->funcid)) return false;
+    for (int i = 0, n = std::min(w->nexpanded, 2); i < n; i++)
+        if (w->expanded[i].expr == e) {
+            *out = w->expanded[i].box;
+            return true;
+        }
     double d;
     Datum g;
     GisBox b;
@@ -86,6 +91,7 @@ bool expanded_box(Walk* w, Node* e, GisBox* out) {
     // An empty g (no box) is returned as it is; a NaN would order differently in PostGIS's min and max.
     if (std::isnan(b.xmin) || std::isnan(b.ymin) || std::isnan(b.xmax) || std::isnan(b.ymax)) return false;
     *out = {b.xmin - d, b.ymin - d, b.xmax + d, b.ymax + d, b.srid};
+    w->expanded[w->nexpanded++ % 2] = {e, *out};
     return true;
 }
 

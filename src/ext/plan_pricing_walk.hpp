@@ -63,6 +63,11 @@ struct Walk {
     EvalAnswer evals[kWalkMemo];
     int nbox;
     BoxAnswer boxes[kWalkMemo];
+    int nexpanded;  // expanded_box's answers: the call walk and the scan walk read the same index condition
+    struct {
+        Node* expr;
+        GisBox box;
+    } expanded[2];
 };
 
 // density_grid_rows, asked once per distinct box of a walk.
