@@ -55,6 +55,10 @@ test/unit/run_unit: $(UNIT_SRCS) $(CORE_OBJS)
 .PHONY: unit
 unit: test/unit/run_unit
 
+# bench/fidelity's offline check of the self-calibration's fit (not built by `all`).
+bench/fidelity/fitcheck: bench/fidelity/fitcheck.cpp $(CORE_OBJS)
+	$(CXX) $(CORE_CXXFLAGS) -o $@ $< $(CORE_OBJS)
+
 # The gate and other components add their own targets here. `COMPONENTS=`
 # (empty) builds and installs the extension alone, as debian/rules does.
 COMPONENTS ?= $(wildcard src/*/component.mk)

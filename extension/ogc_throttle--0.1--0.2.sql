@@ -65,11 +65,11 @@ CREATE FUNCTION throttle_calibration_all(
 CREATE VIEW throttle_calibration AS SELECT * FROM throttle_calibration_all();
 COMMENT ON VIEW throttle_calibration IS
     'What throttle_calibrate() would fit now, without storing it; no rows while no sample is kept.';
-CREATE FUNCTION throttle_samples(OUT measured float8, OUT estimate float8, OUT classes text)
+CREATE FUNCTION throttle_samples(OUT measured float8, OUT estimate float8, OUT classes text, OUT features json)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'throttle_samples' LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION throttle_samples() IS
-    'The kept calibration samples, oldest first: the milliseconds each priced statement took (its executor passes and the server time of its messages outside them: parsing, planning, the answer), its estimate with the configured weights, and the cost classes its estimate was made of.';
+    'The kept calibration samples, oldest first: the milliseconds each priced statement took (its executor passes and the server time of its messages outside them: parsing, planning, the answer), its estimate with the configured weights, the cost classes its estimate was made of, and the quantities the fit reads (as throttle_features: {"class": [calls, rows]}).';
 REVOKE ALL ON FUNCTION throttle_calibrate(boolean), throttle_calibration_all(), throttle_samples() FROM PUBLIC;
 REVOKE ALL ON throttle_calibration FROM PUBLIC;
 GRANT SELECT ON throttle_calibration TO pg_monitor;

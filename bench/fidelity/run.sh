@@ -9,7 +9,8 @@
 # and times every query server-side (measure.sql), and prints the table
 # (analyze.py). Stops and removes the cluster on exit.
 # Knobs: NPOINTS (500000), NQ queries per class (30), SEED of the workload (7),
-# KEEP=dir keeps results there; FIT=1 also fits weights to the features.
+# KEEP=dir keeps results there (with CALIBRATE, also the samples the fit read: train_samples.tsv);
+# FIT=1 also fits weights to the features.
 # CHARGES=1: also charged (bucket debits) against measured (PostgreSQL's duration lines),
 # every query once (charges.py); TWINS=1: disguised statements against their plain twins,
 # NT instances per shape (4) (twins.py); TIMING=0 skips the estimate/planner timing passes.
@@ -89,6 +90,11 @@ PYEOF
   echo "# calibration: seed $CALIBRATE's $(wc -l <"$work/train.tsv") queries x 3 under the hook ($(( $(date +%s) - t0 )) s), then throttle_calibrate(true):"
   sql -c "SELECT class, samples, round(fixed::numeric, 6) AS fixed, round(per_row::numeric, 7) AS per_row, round(fitted_fixed::numeric, 6) AS fitted_fixed, round(fitted_per_row::numeric, 7) AS fitted_per_row, fitted, samples_used, round(spearman_configured::numeric, 3) AS rho_configured, round(spearman_fitted::numeric, 3) AS rho_fitted, round(median_ratio::numeric, 3) AS median_ratio FROM throttle_calibrate(true)" 2>&1 |
     sed 's/^/#   /' || die "throttle_calibrate failed"
+  # The samples the fit read, for bench/fidelity/fitcheck (a fit checked on other runs offline).
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP" && sql -c "\\copy (SELECT measured, features FROM throttle_samples()) TO '$work/train_samples.tsv'" >/dev/null &&
+      cp "$work/train_samples.tsv" "$KEEP/" || echo "# keeping the calibration samples failed" >&2
+  fi
   sql -c "ALTER SYSTEM SET ogc_throttle.calibration = 'apply'" -c "SELECT pg_reload_conf()" >/dev/null || die "applying the fit failed"
   sleep 0.5
 fi

@@ -7,7 +7,9 @@
 // relative error (1/measured²) pulls estimates below what statements take.
 // A second stage then reshapes the fitted weights for the tail (the
 // under-priced statements, which admission and the cut-off act on) without
-// moving their level: calibration.cpp, fit_tail.
+// moving their level: calibration.cpp, fit_tail. From 60 samples on, both
+// stages run on 8 resamples of the samples and the weights are their mean
+// (which statements make the tail is luck; calibration.cpp, calibrate).
 // Samples with a term priced at cost_max (an argument known only at run
 // time) say nothing about the weights and are skipped.
 #pragma once

@@ -54,6 +54,14 @@ void put_rows(FunctionCallInfo fcinfo, const core::Calibration& c) {
     }
 }
 
+// JSON has no NaN or infinity; such a quantity (the fit skips its sample) shows as null.
+void append_json_number(StringInfo out, double x) {
+    if (std::isfinite(x))
+        appendStringInfo(out, "%.17g", x);
+    else
+        appendStringInfoString(out, "null");
+}
+
 }  // namespace
 
 // The view: never an error, no rows while nothing is known.
@@ -73,16 +81,34 @@ OT_SQL_FUNCTION(throttle_samples) {
     const core::CostModel m = configured_cost_model();
     size_t n = 0;
     core::Sample* s = samples_snapshot(&n);
-    StringInfoData classes;
+    StringInfoData classes, features;
     initStringInfo(&classes);
+    initStringInfo(&features);
     for (size_t i = 0; i < n; i++) {
         resetStringInfo(&classes);
-        for (int c = 0; c < core::kCostClasses; c++)
-            if (s[i].features.calls[c] > 0)
-                appendStringInfo(&classes, "%s%s", classes.len > 0 ? "," : "",
-                                 core::cost_class_name(static_cast<core::CostClass>(c)));
-        Datum values[] = {Float8GetDatum(s[i].measured_ms), Float8GetDatum(core::price_of(m, s[i].features)),
-                          CStringGetTextDatum(classes.data)};
+        resetStringInfo(&features);
+        const core::PlanFeatures& f = s[i].features;
+        // The fit's own input, in throttle_features' shape ({"class": [calls, rows]}), so that a fit
+        // can be checked outside the server (bench/fidelity/fitcheck).
+        appendStringInfoChar(&features, '{');
+        for (int c = 0; c < core::kCostClasses; c++) {
+            const char* name = core::cost_class_name(static_cast<core::CostClass>(c));
+            if (f.calls[c] > 0) appendStringInfo(&classes, "%s%s", classes.len > 0 ? "," : "", name);
+            if (!(f.calls[c] > 0 || f.rows[c] > 0)) continue;
+            appendStringInfo(&features, "%s\"%s\": [", features.len > 1 ? ", " : "", name);
+            append_json_number(&features, f.calls[c]);
+            appendStringInfoString(&features, ", ");
+            append_json_number(&features, f.rows[c]);
+            appendStringInfoChar(&features, ']');
+        }
+        if (f.unpriced > 0) {
+            appendStringInfo(&features, "%s\"unpriced\": [", features.len > 1 ? ", " : "");
+            append_json_number(&features, f.unpriced);
+            appendStringInfoString(&features, ", 0]");
+        }
+        appendStringInfoChar(&features, '}');
+        Datum values[] = {Float8GetDatum(s[i].measured_ms), Float8GetDatum(core::price_of(m, f)),
+                          CStringGetTextDatum(classes.data), CStringGetTextDatum(features.data)};
         bool nulls[lengthof(values)] = {};
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }

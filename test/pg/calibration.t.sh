@@ -68,7 +68,7 @@ joins=""; conds=""
 for j in $(seq 1 8); do joins+=", k k$j"; conds+=" AND k$j.i = p.i"; done
 plan_heavy="SELECT count(*) FROM pts p $joins WHERE ST_DWithin(p.geom, ST_SetSRID(ST_MakePoint(0.5, 0.1), 4326), 0.001) $conds /*plan_heavy_TAG*/"
 heavy_settings="SET ogc_throttle.mode = 'log'; SET join_collapse_limit = 20; SET from_collapse_limit = 20"
-last_sample() { q "SELECT round(measured::numeric, 2) FROM throttle_samples() WITH ORDINALITY s(measured, estimate, classes, n) ORDER BY n DESC LIMIT 1"; }
+last_sample() { q "SELECT round(measured::numeric, 2) FROM throttle_samples() WITH ORDINALITY s(measured, estimate, classes, features, n) ORDER BY n DESC LIMIT 1"; }
 logged() {  # TAG: the durations (ms, summed) of the statement's lines
   grep -a " LOG:  duration: .*plan_heavy_$1" "$DIR/server.log" |
     awk '{ for (i = 1; i < NF; i++) if ($i == "duration:") { s += $(i + 1); break } } END { printf "%.2f", s }'

@@ -221,3 +221,17 @@ TEST(Calibration, TheTailStageKeepsTheLeastSquaresLevel) {
         EXPECT_GE(c.fitted.weights[v].per_row, 0);
     }
 }
+
+// The fit is the mean of fits to resamples of the samples: drawn the same way for the same samples,
+// so a refit of an unchanged store gives the same weights.
+TEST(Calibration, ResampledFitsAreRepeatable) {
+    const std::vector<Sample> s = synthetic(300, 11);
+    const Calibration a = calibrate(default_cost_model(), s.data(), s.size());
+    const Calibration b = calibrate(default_cost_model(), s.data(), s.size());
+    ASSERT_EQ(a.problem, nullptr);
+    for (int c = 0; c < kCostClasses; c++) {
+        EXPECT_EQ(a.fitted.weights[c].fixed, b.fitted.weights[c].fixed);
+        EXPECT_EQ(a.fitted.weights[c].per_row, b.fitted.weights[c].per_row);
+    }
+    EXPECT_NEAR(a.fitted.of(CostClass::Radius).per_row, 0.01, 0.0015);
+}
