@@ -31,6 +31,17 @@ workload() {
 q "$(workload 150)" >/dev/null
 kept=$(q "SELECT samples_used FROM throttle_calibration LIMIT 1")
 check "the completed statements left samples ($kept of 150)" test "${kept:-0}" -ge 140
+# Each sample shows what the fit reads (its features, in throttle_features' shape): a search's sample
+# holds its call (priced by its index condition's box) and the scan's rows, and priced with the
+# configured weights they make its estimate.
+one="SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(0.5, 0.05), 4326), 0.02)"
+q "SET ogc_throttle.mode = 'log'; $one" >/dev/null
+feat=$(q "SELECT coalesce(features->'radius'->>0, features->'bbox'->>0)::float8 = 1 AND (features->'scan'->>1)::float8 > 0
+                 AND abs((SELECT sum(coalesce((f.value->>0)::float8 * CASE f.key WHEN 'radius' THEN 0.037 WHEN 'bbox' THEN 0.025 WHEN 'scan' THEN 0.017 WHEN 'join' THEN 0.034 WHEN 'statement' THEN 0.05 ELSE 0 END, 0)
+                                  + (f.value->>1)::float8 * CASE f.key WHEN 'scan' THEN 0.0003 WHEN 'join' THEN 0.0025 WHEN 'distance' THEN 0.0039 WHEN 'statement' THEN 0.0036 WHEN 'page' THEN 0.0011 WHEN 'output' THEN 0.0004 ELSE 0 END)
+                          FROM json_each(features) f) - estimate) < 1e-3 * estimate + 1e-4
+          FROM throttle_samples() WITH ORDINALITY s(measured, estimate, classes, features, n) ORDER BY n DESC LIMIT 1")
+check_eq "a sample's features are the fit's input: its classes and rows, and the configured weights price them at its estimate" "t" "$feat"
 row=$(q "SELECT class, fitted, round(fitted_per_row::numeric, 5), round(spearman_configured::numeric, 2), round(spearman_fitted::numeric, 2), round(median_ratio::numeric, 2)
          FROM throttle_calibrate() ORDER BY samples DESC LIMIT 1")
 echo "# fit: $row"
