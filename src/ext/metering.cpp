@@ -24,6 +24,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "tcop/pquery.h"
 }
 
@@ -40,9 +41,12 @@ int open_high = 0;  // slots [0, open_high) may be in use
 
 LastStatement last = {false, 0, 0, 0, false};
 
-ExecutorRun_hook_type prev_run = nullptr;
-ExecutorFinish_hook_type prev_finish = nullptr;
-ExecutorEnd_hook_type prev_end = nullptr;
+// What each hook passes on to: the hook before ours, or PostgreSQL's own
+// (set once at install: a call through one pointer instead of a test and a
+// branch every time).
+ExecutorRun_hook_type run_next = standard_ExecutorRun;
+ExecutorFinish_hook_type finish_next = standard_ExecutorFinish;
+ExecutorEnd_hook_type end_next = standard_ExecutorEnd;
 
 bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 
@@ -58,7 +62,10 @@ bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 bool top_open = false;  // an unguarded top-level pass is on the stack
 SubTransactionId top_subid = InvalidSubTransactionId;
 
-Execution* last_opened = nullptr;  // a statement's passes and end ask for the record just opened
+// A statement's passes and end ask for the record just opened. Never null (a
+// slot at first): a free slot's qd is null (release_slot), so a record whose
+// qd is the caller's (never null) is in use, without a test of its own.
+Execution* last_opened = &open_execs[0];
 
 // The current subtransaction's id, kept by the callbacks below (a
 // subtransaction's start, commit and abort each name it and its parent; every
@@ -75,7 +82,7 @@ __attribute__((always_inline)) inline SubTransactionId current_subtransaction() 
 }
 
 __attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
-    if (last_opened != nullptr && last_opened->in_use && last_opened->qd == qd) return last_opened;
+    if (qd != nullptr && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
         if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
     return nullptr;
@@ -104,10 +111,10 @@ void settle_pass_held(Execution* e, double ms);
 
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
-    if (likely(e->settled && e->deposit == 0 && !e->priced)) {
-        // e->unowed, e->stats_charge and e->stats_measured are 0 here: every
-        // earlier pass settled the same way (a nested statement's estimate
-        // makes a deposit, which only its statement's end gives back).
+    if (likely(e->settled)) {
+        // No deposit, nothing priced (a nested statement that brings either
+        // clears settled: metering_admitted); e->unowed, e->stats_charge and
+        // e->stats_measured are 0 here: every earlier pass settled the same way.
         const double extra = charges(*e) ? ms : 0;
         e->charged += extra;
         settle_measured(e->id, e->budget, extra, ms, e->id_serial);
@@ -161,6 +168,8 @@ __attribute__((always_inline)) inline void finish_inline(Execution* e, bool comp
     // (nothing left when every pass settled as it ended)
     if (owed != 0 || e->stats_charge != 0 || e->stats_measured != 0)
         settle(e->id, e->budget, owed, e->stats_charge, e->stats_measured, e->id_serial);
+    e->stats_charge = 0;
+    e->stats_measured = 0;
     release_slot(e);
 }
 
@@ -171,7 +180,7 @@ void finish(Execution* e, bool completed) { finish_inline(e, completed); }
 __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, const IdentityKey& id, core::Budget b,
                                                              Mode mode, double estimate, double deposit,
                                                              double tokens_left, const core::PlanFeatures* features,
-                                                             int workers) {
+                                                             int workers, std::uint64_t serial) {
     Execution* e = nullptr;
     if (likely(open_high == 0)) {
         e = &open_execs[0];  // nothing open: the first slot, as the scan below would find
@@ -194,18 +203,16 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->subid = current_subtransaction();
     // A slot reused by the same identity (the same nonzero serial: the same
     // key) holds its 64 bytes already.
-    const std::uint64_t serial = identity_serial(id);
     if (serial == 0 || serial != e->id_serial) e->id = id;
     e->id_serial = serial;
     e->budget = b;
     e->estimate = estimate;
-    e->deposit = deposit;
+    // A free slot's deposit, unowed and statistics are 0 (finish_inline,
+    // and a settled record never had any): written only when not.
+    if (deposit != 0) e->deposit = deposit;
     e->tokens_left = tokens_left;
     e->measured = 0;
     e->charged = deposit;
-    e->unowed = 0;
-    e->stats_charge = 0;
-    e->stats_measured = 0;
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;
@@ -218,17 +225,10 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
 enum class Pass { Run, Finish };
 
 OT_HOT void call_prev(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
-    if (pass == Pass::Run) {
-        if (prev_run)
-            prev_run(qd, dir, count, once);
-        else
-            standard_ExecutorRun(qd, dir, count, once);
-    } else {
-        if (prev_finish)
-            prev_finish(qd);
-        else
-            standard_ExecutorFinish(qd);
-    }
+    if (pass == Pass::Run)
+        run_next(qd, dir, count, once);
+    else
+        finish_next(qd);
 }
 
 // A nested pass nobody meters: only the depth is kept.
@@ -373,14 +373,11 @@ ErrorContextCallback top_cb;
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
-        if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
+        if (likely(e->qd == qd && !e->ran)) {
             top_subid = current_subtransaction();
             top_open = true;
             pass_begin(e, &top_cb);
-            if (prev_run)
-                prev_run(qd, dir, count, once);
-            else
-                standard_ExecutorRun(qd, dir, count, once);
+            run_next(qd, dir, count, once);
             pass_end(e, &top_cb);
             e->ran = true;
             top_open = false;
@@ -394,7 +391,7 @@ OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
 // does nothing worth a clock, and runs no statement that a depth would place.
 OT_HOT void on_finish(QueryDesc* qd) {
     if (qd->operation == CMD_SELECT && !qd->plannedstmt->hasModifyingCTE)
-        call_prev(Pass::Finish, qd, NoMovementScanDirection, 0, false);
+        finish_next(qd);
     else
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
@@ -409,7 +406,7 @@ __attribute__((noinline)) void end_open(QueryDesc* qd) {
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0) {
         Execution* e = last_opened;
-        if (likely(e != nullptr && e->qd == qd && e->in_use && e->settled)) {
+        if (likely(e->qd == qd && e->settled)) {
             // Nothing priced, every pass settled as it ended (settle_pass):
             // finish_inline with nothing to give back, sample or settle.
             release_slot(e);
@@ -417,7 +414,7 @@ OT_HOT void on_end(QueryDesc* qd) {
             end_open(qd);
         }
     }
-    if (likely(!refit_due)) return prev_end ? prev_end(qd) : standard_ExecutorEnd(qd);  // a tail call, no frame
+    if (likely(!refit_due)) return end_next(qd);  // a tail call, no frame
     end_and_refit(qd);
 }
 
@@ -425,10 +422,7 @@ OT_HOT void on_end(QueryDesc* qd) {
 // (A nested statement's end that ExecutorEnd may run finds it due too, and
 // runs it at its own end when no pass is on the stack.)
 __attribute__((noinline)) void end_and_refit(QueryDesc* qd) {
-    if (prev_end)
-        prev_end(qd);
-    else
-        standard_ExecutorEnd(qd);
+    end_next(qd);
     if (refit_due && run_depth == 0) {
         refit_due = false;
         guard([] { refit_if_due(); });
@@ -452,8 +446,9 @@ void on_xact_other(XactEvent event);
 // to do: those two are tested first, the rest is on_xact_other's.
 OT_HOT void on_xact(XactEvent event, void*) {
     if (event == XACT_EVENT_PRE_COMMIT) {
-        if (likely(session_setup_charged) && likely(!commit_phase_on) &&
-            GetTopTransactionIdIfAny() == InvalidTransactionId)
+        // MyProc->xid: the top transaction's id once it has one (as
+        // GetTopTransactionIdIfAny() would say, without its call).
+        if (likely(session_setup_charged) && likely(!commit_phase_on) && MyProc->xid == InvalidTransactionId)
             return;  // nothing to flush: commit_flush_begin() would find no xid
     } else if (event == XACT_EVENT_COMMIT) {
         current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
@@ -534,7 +529,7 @@ void close_execution(Execution* e, bool completed) { finish(e, completed); }
 bool metering_nested() { return running != nullptr; }
 
 const void* open_priced_record() {
-    return last_opened != nullptr && last_opened->in_use && last_opened->priced ? last_opened : nullptr;
+    return last_opened->in_use && last_opened->priced ? last_opened : nullptr;
 }
 bool record_open(const void* record) { return static_cast<const Execution*>(record)->in_use; }
 void request_refit() { refit_due = true; }
@@ -542,13 +537,14 @@ void request_refit() { refit_due = true; }
 
 OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                           double deposit, double tokens_left, const core::PlanFeatures* features, int workers) {
-    return open_record(qd, id, b, mode, estimate, deposit, tokens_left, features, workers);
+    return open_record(qd, id, b, mode, estimate, deposit, tokens_left, features, workers, identity_serial(id));
 }
 
 OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features) {
     if (running != nullptr) {
         // Inside a metered pass, whose clock covers this statement's work.
+        if (deposit != 0 || features != nullptr) running->settled = false;  // its passes hold their charge
         if (features != nullptr) {
             if (running->priced)
                 core::add_features(running->features, *features);
@@ -575,7 +571,7 @@ LastStatement last_statement() { return last; }
 
 namespace {
 
-ExecutorStart_hook_type prev_start = nullptr;
+ExecutorStart_hook_type start_next = standard_ExecutorStart;  // (as run_next)
 
 // A statement with nothing to price, started in reject mode: admitted against
 // its bucket's debt by the lock-free board and its record opened in one step,
@@ -588,9 +584,10 @@ __attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
     const core::Budget b = usable_budget();
     if (running != nullptr) return true;  // on the outer statement's clock
     if (run_depth != 0 || !true_up_enabled()) return false;
-    const double tokens_left = bucket_quick_admit_inline(id, b, identity_serial(id));
+    const std::uint64_t serial = identity_serial(id);
+    const double tokens_left = bucket_quick_admit_inline(id, b, serial);
     if (tokens_left < 0) return false;
-    open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
+    open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt), serial);
     return true;
 }
 
@@ -601,10 +598,7 @@ __attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
 // record opened here, in this frame (it took three before); the rest is
 // hook.cpp's executor_started().
 OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
-    if (prev_start)
-        prev_start(qd, eflags);
-    else
-        standard_ExecutorStart(qd, eflags);
+    start_next(qd, eflags);
     // Parallel workers run a fragment of a statement the leader already paid
     // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
     const Mode mode = current_mode();
@@ -619,13 +613,13 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
 }  // namespace
 
 void install_metering_hooks() {
-    prev_start = ExecutorStart_hook;
+    if (ExecutorStart_hook) start_next = ExecutorStart_hook;
     ExecutorStart_hook = on_executor_start;
-    prev_run = ExecutorRun_hook;
+    if (ExecutorRun_hook) run_next = ExecutorRun_hook;
     ExecutorRun_hook = on_run;
-    prev_finish = ExecutorFinish_hook;
+    if (ExecutorFinish_hook) finish_next = ExecutorFinish_hook;
     ExecutorFinish_hook = on_finish;
-    prev_end = ExecutorEnd_hook;
+    if (ExecutorEnd_hook) end_next = ExecutorEnd_hook;
     ExecutorEnd_hook = on_end;
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);
