@@ -59,7 +59,8 @@ bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 // when the backend exits (FATAL, a client gone) with the pass on the stack.
 // Utility passes (CALL, DO may commit and roll back as they go) keep their
 // PG_TRY (meter_pass).
-bool top_open = false;  // an unguarded top-level pass is on the stack
+// The subtransaction an unguarded top-level pass on the stack began in
+// (Invalid: none is; a pass's is never Invalid).
 SubTransactionId top_subid = InvalidSubTransactionId;
 
 // A statement's passes and end ask for the record just opened. Never null (a
@@ -266,13 +267,15 @@ __attribute__((always_inline)) inline double pass_elapsed_ms(const instr_time& s
     return static_cast<double>(ns) * 1e-6;
 }
 
+// set_callback false: cb->callback is cutoff_context already (top_cb).
+template <bool set_callback = true>
 __attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
     arm_cutoff(e);
     running = e;
     run_depth++;
-    cb->callback = cutoff_context;
+    if (set_callback) cb->callback = cutoff_context;
     cb->arg = e;
     cb->previous = error_context_stack;
     error_context_stack = cb;
@@ -302,7 +305,6 @@ void pass_failed(Execution* e) {
 // A top-level pass of e (null: a pass nobody meters), unguarded.
 OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     top_subid = current_subtransaction();
-    top_open = true;
     if (e == nullptr) {
         run_depth = 1;
         call_prev(pass, qd, dir, count, once);
@@ -318,14 +320,14 @@ OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir,
         pass_end(e, &cb);
         if (pass == Pass::Run) e->ran = true;
     }
-    top_open = false;
+    top_subid = InvalidSubTransactionId;
 }
 
 // (Sub)transaction `from` (Invalid: the whole transaction) aborts: a
 // top-level pass begun in it, or in a subtransaction of it, died.
 void top_level_aborted(SubTransactionId from) {
-    if (!top_open || (from != InvalidSubTransactionId && from > top_subid)) return;
-    top_open = false;
+    if (top_subid == InvalidSubTransactionId || (from != InvalidSubTransactionId && from > top_subid)) return;
+    top_subid = InvalidSubTransactionId;
     if (running != nullptr) pass_failed(running);
     run_depth = 0;
     if (proc_exit_inprogress) flush_settlements();  // the exit's own flush may have run already
@@ -368,19 +370,18 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
 // case, straight to top_level's metered branch.
 // (Static, not a local: one top-level pass is on the stack at a time, and a
 // local whose address is taken costs the frame a stack-protector canary.)
-ErrorContextCallback top_cb;
+ErrorContextCallback top_cb = {nullptr, cutoff_context, nullptr};  // (its callback set once)
 
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
         if (likely(e->qd == qd && !e->ran)) {
             top_subid = current_subtransaction();
-            top_open = true;
-            pass_begin(e, &top_cb);
+            pass_begin<false>(e, &top_cb);
             run_next(qd, dir, count, once);
             pass_end(e, &top_cb);
             e->ran = true;
-            top_open = false;
+            top_subid = InvalidSubTransactionId;
             return;
         }
     }
@@ -591,23 +592,36 @@ __attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
     return true;
 }
 
-// After the executor's own start: the executor has checked the privileges
-// on every relation and function of the plan by then, so pricing never reads
-// the statistics of a table, or calls a function, that the user may not.
-// The usual statement (nothing to price, reject mode) is admitted and its
-// record opened here, in this frame (it took three before); the rest is
-// hook.cpp's executor_started().
-OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
+// Parallel workers run a fragment of a statement the leader already paid
+// for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+__attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) {
+    return mode != Mode::Off && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && !IsParallelWorker() &&
+           !pricing_in_progress() && shared_memory_ready();
+}
+
+// Pricing, the other modes, and an unpriced statement the board could not
+// prove out of debt: after the executor's own start, which has checked the
+// privileges on every relation and function of the plan by then, so pricing
+// never reads the statistics of a table, or calls a function, that the user
+// may not, and a refusal never comes before a privilege error.
+__attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags, Mode mode) {
     start_next(qd, eflags);
-    // Parallel workers run a fragment of a statement the leader already paid
-    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+    if (metered_start(mode, eflags)) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
+}
+
+// The usual statement (nothing to price, reject mode, a board that proves its
+// bucket out of debt) is admitted and its record opened before the executor's
+// start, which then runs by a tail call, without a frame of ours around it:
+// neither reads what the executor's start checks or builds (the plan's
+// invalidation items, its workers, the board). Should the start fail, the
+// (sub)transaction's abort closes the record, as it closes any. The rest is
+// hook.cpp's executor_started(), after the start (start_then_admit).
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     const Mode mode = current_mode();
-    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing_in_progress() ||
-        !shared_memory_ready())
-        return;
-    const bool calls_extension = calls_extension_functions(qd->plannedstmt);
-    if (!calls_extension && mode == Mode::Reject && start_unpriced(qd)) return;
-    executor_started(qd, mode, calls_extension);
+    if (likely(mode == Mode::Reject && metered_start(mode, eflags) && !calls_extension_functions(qd->plannedstmt) &&
+               start_unpriced(qd)))
+        return start_next(qd, eflags);
+    start_then_admit(qd, eflags, mode);
 }
 
 }  // namespace
