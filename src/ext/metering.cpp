@@ -604,8 +604,9 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
 // privileges on every relation and function of the plan by then, so pricing
 // never reads the statistics of a table, or calls a function, that the user
 // may not, and a refusal never comes before a privilege error.
-__attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags, Mode mode) {
+__attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     start_next(qd, eflags);
+    const Mode mode = current_mode();
     if (metered_start(mode, eflags)) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
 }
 
@@ -616,12 +617,15 @@ __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags, Mode 
 // invalidation items, its workers, the board). Should the start fail, the
 // (sub)transaction's abort closes the record, as it closes any. The rest is
 // hook.cpp's executor_started(), after the start (start_then_admit).
+// (The flags wait in a static while the admission calls out, instead of on
+// the stack around each call: nothing it calls starts a statement.)
+int start_eflags;
 OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
-    const Mode mode = current_mode();
-    if (likely(mode == Mode::Reject && metered_start(mode, eflags) && !calls_extension_functions(qd->plannedstmt) &&
-               start_unpriced(qd)))
-        return start_next(qd, eflags);
-    start_then_admit(qd, eflags, mode);
+    start_eflags = eflags;
+    if (likely(metered_start(Mode::Reject, eflags) && current_mode() == Mode::Reject &&
+               !calls_extension_functions(qd->plannedstmt) && start_unpriced(qd)))
+        return start_next(qd, start_eflags);
+    start_then_admit(qd, start_eflags);
 }
 
 }  // namespace
