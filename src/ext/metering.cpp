@@ -372,13 +372,24 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
 // local whose address is taken costs the frame a stack-protector canary.)
 ErrorContextCallback top_cb = {nullptr, cutoff_context, nullptr};  // (its callback set once)
 
+// The run's arguments wait here while the pass begins (its clock and timer
+// calls), instead of in six saved registers: nothing the beginning calls
+// runs a statement.
+struct RunArgs {
+    QueryDesc* qd;
+    uint64 count;
+    ScanDirection dir;
+    bool once;
+} run_args;
+
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
         if (likely(e->qd == qd && !e->ran)) {
+            run_args = {qd, count, dir, once};
             top_subid = current_subtransaction();
             pass_begin<false>(e, &top_cb);
-            run_next(qd, dir, count, once);
+            run_next(run_args.qd, run_args.dir, run_args.count, run_args.once);
             pass_end(e, &top_cb);
             e->ran = true;
             top_subid = InvalidSubTransactionId;
@@ -617,13 +628,21 @@ __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
 // invalidation items, its workers, the board). Should the start fail, the
 // (sub)transaction's abort closes the record, as it closes any. The rest is
 // hook.cpp's executor_started(), after the start (start_then_admit).
+// A plan without invalidation items calls no function outside the core (the
+// planner records one for each such function it uses), and so nothing
+// calls_extension_functions() would price: the usual select is answered
+// without the call.
+__attribute__((always_inline)) inline bool calls_nothing_priced(const PlannedStmt* stmt) {
+    return stmt->invalItems == NIL || !calls_extension_functions(stmt);
+}
+
 // (The flags wait in a static while the admission calls out, instead of on
 // the stack around each call: nothing it calls starts a statement.)
 int start_eflags;
 OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     start_eflags = eflags;
     if (likely(metered_start(Mode::Reject, eflags) && current_mode() == Mode::Reject &&
-               !calls_extension_functions(qd->plannedstmt) && start_unpriced(qd)))
+               calls_nothing_priced(qd->plannedstmt) && start_unpriced(qd)))
         return start_next(qd, start_eflags);
     start_then_admit(qd, start_eflags);
 }
