@@ -24,6 +24,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "tcop/pquery.h"
 }
 
@@ -40,9 +41,12 @@ int open_high = 0;  // slots [0, open_high) may be in use
 
 LastStatement last = {false, 0, 0, 0, false};
 
-ExecutorRun_hook_type prev_run = nullptr;
-ExecutorFinish_hook_type prev_finish = nullptr;
-ExecutorEnd_hook_type prev_end = nullptr;
+// What each hook passes on to: the hook before ours, or PostgreSQL's own
+// (set once at install: a call through one pointer instead of a test and a
+// branch every time).
+ExecutorRun_hook_type run_next = standard_ExecutorRun;
+ExecutorFinish_hook_type finish_next = standard_ExecutorFinish;
+ExecutorEnd_hook_type end_next = standard_ExecutorEnd;
 
 bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 
@@ -55,10 +59,14 @@ bool refit_due = false;  // a calibration refit is due, run from ExecutorEnd
 // when the backend exits (FATAL, a client gone) with the pass on the stack.
 // Utility passes (CALL, DO may commit and roll back as they go) keep their
 // PG_TRY (meter_pass).
-bool top_open = false;  // an unguarded top-level pass is on the stack
+// The subtransaction an unguarded top-level pass on the stack began in
+// (Invalid: none is; a pass's is never Invalid).
 SubTransactionId top_subid = InvalidSubTransactionId;
 
-Execution* last_opened = nullptr;  // a statement's passes and end ask for the record just opened
+// A statement's passes and end ask for the record just opened. Never null (a
+// slot at first): a free slot's qd is null (release_slot), so a record whose
+// qd is the caller's (never null) is in use, without a test of its own.
+Execution* last_opened = &open_execs[0];
 
 // The current subtransaction's id, kept by the callbacks below (a
 // subtransaction's start, commit and abort each name it and its parent; every
@@ -75,7 +83,7 @@ __attribute__((always_inline)) inline SubTransactionId current_subtransaction() 
 }
 
 __attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
-    if (last_opened != nullptr && last_opened->in_use && last_opened->qd == qd) return last_opened;
+    if (qd != nullptr && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
         if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
     return nullptr;
@@ -104,10 +112,10 @@ void settle_pass_held(Execution* e, double ms);
 
 __attribute__((always_inline)) inline void settle_pass(Execution* e, double ms) {
     e->measured += ms;
-    if (likely(e->settled && e->deposit == 0 && !e->priced)) {
-        // e->unowed, e->stats_charge and e->stats_measured are 0 here: every
-        // earlier pass settled the same way (a nested statement's estimate
-        // makes a deposit, which only its statement's end gives back).
+    if (likely(e->settled)) {
+        // No deposit, nothing priced (a nested statement that brings either
+        // clears settled: metering_admitted); e->unowed, e->stats_charge and
+        // e->stats_measured are 0 here: every earlier pass settled the same way.
         const double extra = charges(*e) ? ms : 0;
         e->charged += extra;
         settle_measured(e->id, e->budget, extra, ms, e->id_serial);
@@ -161,6 +169,8 @@ __attribute__((always_inline)) inline void finish_inline(Execution* e, bool comp
     // (nothing left when every pass settled as it ended)
     if (owed != 0 || e->stats_charge != 0 || e->stats_measured != 0)
         settle(e->id, e->budget, owed, e->stats_charge, e->stats_measured, e->id_serial);
+    e->stats_charge = 0;
+    e->stats_measured = 0;
     release_slot(e);
 }
 
@@ -171,7 +181,7 @@ void finish(Execution* e, bool completed) { finish_inline(e, completed); }
 __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, const IdentityKey& id, core::Budget b,
                                                              Mode mode, double estimate, double deposit,
                                                              double tokens_left, const core::PlanFeatures* features,
-                                                             int workers) {
+                                                             int workers, std::uint64_t serial) {
     Execution* e = nullptr;
     if (likely(open_high == 0)) {
         e = &open_execs[0];  // nothing open: the first slot, as the scan below would find
@@ -194,18 +204,16 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
     e->subid = current_subtransaction();
     // A slot reused by the same identity (the same nonzero serial: the same
     // key) holds its 64 bytes already.
-    const std::uint64_t serial = identity_serial(id);
     if (serial == 0 || serial != e->id_serial) e->id = id;
     e->id_serial = serial;
     e->budget = b;
     e->estimate = estimate;
-    e->deposit = deposit;
+    // A free slot's deposit, unowed and statistics are 0 (finish_inline,
+    // and a settled record never had any): written only when not.
+    if (deposit != 0) e->deposit = deposit;
     e->tokens_left = tokens_left;
     e->measured = 0;
     e->charged = deposit;
-    e->unowed = 0;
-    e->stats_charge = 0;
-    e->stats_measured = 0;
     e->priced = features != nullptr;
     if (features != nullptr) e->features = *features;
     e->workers = workers;
@@ -218,17 +226,10 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
 enum class Pass { Run, Finish };
 
 OT_HOT void call_prev(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
-    if (pass == Pass::Run) {
-        if (prev_run)
-            prev_run(qd, dir, count, once);
-        else
-            standard_ExecutorRun(qd, dir, count, once);
-    } else {
-        if (prev_finish)
-            prev_finish(qd);
-        else
-            standard_ExecutorFinish(qd);
-    }
+    if (pass == Pass::Run)
+        run_next(qd, dir, count, once);
+    else
+        finish_next(qd);
 }
 
 // A nested pass nobody meters: only the depth is kept.
@@ -266,13 +267,15 @@ __attribute__((always_inline)) inline double pass_elapsed_ms(const instr_time& s
     return static_cast<double>(ns) * 1e-6;
 }
 
+// set_callback false: cb->callback is cutoff_context already (top_cb).
+template <bool set_callback = true>
 __attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
     if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
     arm_cutoff(e);
     running = e;
     run_depth++;
-    cb->callback = cutoff_context;
+    if (set_callback) cb->callback = cutoff_context;
     cb->arg = e;
     cb->previous = error_context_stack;
     error_context_stack = cb;
@@ -302,7 +305,6 @@ void pass_failed(Execution* e) {
 // A top-level pass of e (null: a pass nobody meters), unguarded.
 OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     top_subid = current_subtransaction();
-    top_open = true;
     if (e == nullptr) {
         run_depth = 1;
         call_prev(pass, qd, dir, count, once);
@@ -318,14 +320,14 @@ OT_HOT void top_level(Execution* e, Pass pass, QueryDesc* qd, ScanDirection dir,
         pass_end(e, &cb);
         if (pass == Pass::Run) e->ran = true;
     }
-    top_open = false;
+    top_subid = InvalidSubTransactionId;
 }
 
 // (Sub)transaction `from` (Invalid: the whole transaction) aborts: a
 // top-level pass begun in it, or in a subtransaction of it, died.
 void top_level_aborted(SubTransactionId from) {
-    if (!top_open || (from != InvalidSubTransactionId && from > top_subid)) return;
-    top_open = false;
+    if (top_subid == InvalidSubTransactionId || (from != InvalidSubTransactionId && from > top_subid)) return;
+    top_subid = InvalidSubTransactionId;
     if (running != nullptr) pass_failed(running);
     run_depth = 0;
     if (proc_exit_inprogress) flush_settlements();  // the exit's own flush may have run already
@@ -368,22 +370,29 @@ OT_HOT void dispatch(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, 
 // case, straight to top_level's metered branch.
 // (Static, not a local: one top-level pass is on the stack at a time, and a
 // local whose address is taken costs the frame a stack-protector canary.)
-ErrorContextCallback top_cb;
+ErrorContextCallback top_cb = {nullptr, cutoff_context, nullptr};  // (its callback set once)
+
+// The run's arguments wait here while the pass begins (its clock and timer
+// calls), instead of in six saved registers: nothing the beginning calls
+// runs a statement.
+struct RunArgs {
+    QueryDesc* qd;
+    uint64 count;
+    ScanDirection dir;
+    bool once;
+} run_args;
 
 OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
     if (likely(run_depth == 0)) {
         Execution* e = last_opened;
-        if (likely(e != nullptr && e->qd == qd && e->in_use && !e->ran)) {
+        if (likely(e->qd == qd && !e->ran)) {
+            run_args = {qd, count, dir, once};
             top_subid = current_subtransaction();
-            top_open = true;
-            pass_begin(e, &top_cb);
-            if (prev_run)
-                prev_run(qd, dir, count, once);
-            else
-                standard_ExecutorRun(qd, dir, count, once);
+            pass_begin<false>(e, &top_cb);
+            run_next(run_args.qd, run_args.dir, run_args.count, run_args.once);
             pass_end(e, &top_cb);
             e->ran = true;
-            top_open = false;
+            top_subid = InvalidSubTransactionId;
             return;
         }
     }
@@ -394,7 +403,7 @@ OT_HOT void on_run(QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
 // does nothing worth a clock, and runs no statement that a depth would place.
 OT_HOT void on_finish(QueryDesc* qd) {
     if (qd->operation == CMD_SELECT && !qd->plannedstmt->hasModifyingCTE)
-        call_prev(Pass::Finish, qd, NoMovementScanDirection, 0, false);
+        finish_next(qd);
     else
         dispatch(Pass::Finish, qd, NoMovementScanDirection, 0, false);
 }
@@ -409,7 +418,7 @@ __attribute__((noinline)) void end_open(QueryDesc* qd) {
 OT_HOT void on_end(QueryDesc* qd) {
     if (run_depth == 0) {
         Execution* e = last_opened;
-        if (likely(e != nullptr && e->qd == qd && e->in_use && e->settled)) {
+        if (likely(e->qd == qd && e->settled)) {
             // Nothing priced, every pass settled as it ended (settle_pass):
             // finish_inline with nothing to give back, sample or settle.
             release_slot(e);
@@ -417,7 +426,7 @@ OT_HOT void on_end(QueryDesc* qd) {
             end_open(qd);
         }
     }
-    if (likely(!refit_due)) return prev_end ? prev_end(qd) : standard_ExecutorEnd(qd);  // a tail call, no frame
+    if (likely(!refit_due)) return end_next(qd);  // a tail call, no frame
     end_and_refit(qd);
 }
 
@@ -425,10 +434,7 @@ OT_HOT void on_end(QueryDesc* qd) {
 // (A nested statement's end that ExecutorEnd may run finds it due too, and
 // runs it at its own end when no pass is on the stack.)
 __attribute__((noinline)) void end_and_refit(QueryDesc* qd) {
-    if (prev_end)
-        prev_end(qd);
-    else
-        standard_ExecutorEnd(qd);
+    end_next(qd);
     if (refit_due && run_depth == 0) {
         refit_due = false;
         guard([] { refit_if_due(); });
@@ -452,8 +458,9 @@ void on_xact_other(XactEvent event);
 // to do: those two are tested first, the rest is on_xact_other's.
 OT_HOT void on_xact(XactEvent event, void*) {
     if (event == XACT_EVENT_PRE_COMMIT) {
-        if (likely(session_setup_charged) && likely(!commit_phase_on) &&
-            GetTopTransactionIdIfAny() == InvalidTransactionId)
+        // MyProc->xid: the top transaction's id once it has one (as
+        // GetTopTransactionIdIfAny() would say, without its call).
+        if (likely(session_setup_charged) && likely(!commit_phase_on) && MyProc->xid == InvalidTransactionId)
             return;  // nothing to flush: commit_flush_begin() would find no xid
     } else if (event == XACT_EVENT_COMMIT) {
         current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
@@ -534,7 +541,7 @@ void close_execution(Execution* e, bool completed) { finish(e, completed); }
 bool metering_nested() { return running != nullptr; }
 
 const void* open_priced_record() {
-    return last_opened != nullptr && last_opened->in_use && last_opened->priced ? last_opened : nullptr;
+    return last_opened->in_use && last_opened->priced ? last_opened : nullptr;
 }
 bool record_open(const void* record) { return static_cast<const Execution*>(record)->in_use; }
 void request_refit() { refit_due = true; }
@@ -542,13 +549,14 @@ void request_refit() { refit_due = true; }
 
 OT_HOT Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                           double deposit, double tokens_left, const core::PlanFeatures* features, int workers) {
-    return open_record(qd, id, b, mode, estimate, deposit, tokens_left, features, workers);
+    return open_record(qd, id, b, mode, estimate, deposit, tokens_left, features, workers, identity_serial(id));
 }
 
 OT_HOT void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                        double deposit, double tokens_left, const core::PlanFeatures* features) {
     if (running != nullptr) {
         // Inside a metered pass, whose clock covers this statement's work.
+        if (deposit != 0 || features != nullptr) running->settled = false;  // its passes hold their charge
         if (features != nullptr) {
             if (running->priced)
                 core::add_features(running->features, *features);
@@ -575,7 +583,7 @@ LastStatement last_statement() { return last; }
 
 namespace {
 
-ExecutorStart_hook_type prev_start = nullptr;
+ExecutorStart_hook_type start_next = standard_ExecutorStart;  // (as run_next)
 
 // A statement with nothing to price, started in reject mode: admitted against
 // its bucket's debt by the lock-free board and its record opened in one step,
@@ -588,44 +596,67 @@ __attribute__((always_inline)) inline bool start_unpriced(QueryDesc* qd) {
     const core::Budget b = usable_budget();
     if (running != nullptr) return true;  // on the outer statement's clock
     if (run_depth != 0 || !true_up_enabled()) return false;
-    const double tokens_left = bucket_quick_admit_inline(id, b, identity_serial(id));
+    const std::uint64_t serial = identity_serial(id);
+    const double tokens_left = bucket_quick_admit_inline(id, b, serial);
     if (tokens_left < 0) return false;
-    open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt));
+    open_record(qd, id, b, Mode::Reject, 0.0, 0.0, tokens_left, nullptr, planned_workers(qd->plannedstmt), serial);
     return true;
 }
 
-// After the executor's own start: the executor has checked the privileges
-// on every relation and function of the plan by then, so pricing never reads
-// the statistics of a table, or calls a function, that the user may not.
-// The usual statement (nothing to price, reject mode) is admitted and its
-// record opened here, in this frame (it took three before); the rest is
-// hook.cpp's executor_started().
-OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
-    if (prev_start)
-        prev_start(qd, eflags);
-    else
-        standard_ExecutorStart(qd, eflags);
-    // Parallel workers run a fragment of a statement the leader already paid
-    // for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+// Parallel workers run a fragment of a statement the leader already paid
+// for; queries that pricing itself runs (spatial_ref_sys) are part of it.
+__attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) {
+    return mode != Mode::Off && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && !IsParallelWorker() &&
+           !pricing_in_progress() && shared_memory_ready();
+}
+
+// Pricing, the other modes, and an unpriced statement the board could not
+// prove out of debt: after the executor's own start, which has checked the
+// privileges on every relation and function of the plan by then, so pricing
+// never reads the statistics of a table, or calls a function, that the user
+// may not, and a refusal never comes before a privilege error.
+__attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
+    start_next(qd, eflags);
     const Mode mode = current_mode();
-    if (mode == Mode::Off || (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 || IsParallelWorker() || pricing_in_progress() ||
-        !shared_memory_ready())
-        return;
-    const bool calls_extension = calls_extension_functions(qd->plannedstmt);
-    if (!calls_extension && mode == Mode::Reject && start_unpriced(qd)) return;
-    executor_started(qd, mode, calls_extension);
+    if (metered_start(mode, eflags)) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
+}
+
+// The usual statement (nothing to price, reject mode, a board that proves its
+// bucket out of debt) is admitted and its record opened before the executor's
+// start, which then runs by a tail call, without a frame of ours around it:
+// neither reads what the executor's start checks or builds (the plan's
+// invalidation items, its workers, the board). Should the start fail, the
+// (sub)transaction's abort closes the record, as it closes any. The rest is
+// hook.cpp's executor_started(), after the start (start_then_admit).
+// A plan without invalidation items calls no function outside the core (the
+// planner records one for each such function it uses), and so nothing
+// calls_extension_functions() would price: the usual select is answered
+// without the call.
+__attribute__((always_inline)) inline bool calls_nothing_priced(const PlannedStmt* stmt) {
+    return stmt->invalItems == NIL || !calls_extension_functions(stmt);
+}
+
+// (The flags wait in a static while the admission calls out, instead of on
+// the stack around each call: nothing it calls starts a statement.)
+int start_eflags;
+OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
+    start_eflags = eflags;
+    if (likely(metered_start(Mode::Reject, eflags) && current_mode() == Mode::Reject &&
+               calls_nothing_priced(qd->plannedstmt) && start_unpriced(qd)))
+        return start_next(qd, start_eflags);
+    start_then_admit(qd, start_eflags);
 }
 
 }  // namespace
 
 void install_metering_hooks() {
-    prev_start = ExecutorStart_hook;
+    if (ExecutorStart_hook) start_next = ExecutorStart_hook;
     ExecutorStart_hook = on_executor_start;
-    prev_run = ExecutorRun_hook;
+    if (ExecutorRun_hook) run_next = ExecutorRun_hook;
     ExecutorRun_hook = on_run;
-    prev_finish = ExecutorFinish_hook;
+    if (ExecutorFinish_hook) finish_next = ExecutorFinish_hook;
     ExecutorFinish_hook = on_finish;
-    prev_end = ExecutorEnd_hook;
+    if (ExecutorEnd_hook) end_next = ExecutorEnd_hook;
     ExecutorEnd_hook = on_end;
     RegisterXactCallback(on_xact, nullptr);
     RegisterSubXactCallback(on_subxact, nullptr);

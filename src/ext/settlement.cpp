@@ -25,6 +25,7 @@ bool same_id(const IdentityKey& a, const IdentityKey& b) { return same_identity(
 void flush_owed() {
     if (!pending.any) return;
     pending.any = false;
+    pending.fast_serial = Pending::kNoFast;
     if (pending.owed > 0)
         bucket_charge(pending.id, pending.owed, pending.budget);
     else if (pending.owed < 0)
@@ -35,6 +36,7 @@ void flush_owed() {
 void flush_stats() {
     if (!pending.stats_any) return;
     pending.stats_any = false;
+    pending.fast_serial = Pending::kNoFast;
     if (pending.counted_ms > 0) publish_measured(pending.counted_ms);
     pending.counted_ms = 0;
     record_true_up(pending.id, pending.stats_charge, pending.stats_measured);
@@ -51,6 +53,7 @@ void flush_at_exit(int, Datum) {
 // The identity of what is pending becomes id: a no-op when it is already
 // (known by its serial inline, in settle(); compared here).
 void adopt(const IdentityKey& id, std::uint64_t serial) {
+    pending.fast_serial = Pending::kNoFast;  // (settle() sets it again)
     if (pending.has_id && ((serial != 0 && serial == pending.serial) || same_id(pending.id, id))) {
         if (serial != 0) pending.serial = serial;
         return;
@@ -99,6 +102,7 @@ OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double ch
     if (unlikely(serial == 0 || serial != pending.serial || !pending.has_id)) adopt(id, serial);
     add_owed(b, owed);
     add_stats(charge, measured);
+    if (pending.any && pending.stats_any && pending.serial != 0) pending.fast_serial = pending.serial;
 }
 
 void settle_flush_due() {
@@ -120,6 +124,7 @@ OT_HOT double take_owed(const IdentityKey& id, core::Budget b) {
     }
     const double owed = pending.owed;
     pending.any = false;
+    pending.fast_serial = Pending::kNoFast;
     pending.owed = 0;
     return owed;
 }

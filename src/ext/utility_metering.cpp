@@ -24,6 +24,8 @@ namespace ot::ext {
 namespace {
 
 ProcessUtility_hook_type prev_utility = nullptr;
+// prev_utility or PostgreSQL's own: the usual statement's tail call takes one pointer, without a test.
+ProcessUtility_hook_type utility_next = standard_ProcessUtility;
 
 // A cursor WITH HOLD was run to its end at COMMIT (metered then); from there
 // on its FETCHes and MOVEs read the stored rows, never the executor: a SCROLL
@@ -122,8 +124,7 @@ void on_utility_slow(PlannedStmt* pstmt, const char* query, bool read_only_tree,
 OT_HOT void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
                        ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     if (likely(!may_meter(nodeTag(pstmt->utilityStmt)))) {
-        if (prev_utility) return prev_utility(pstmt, query, read_only_tree, context, params, env, dest, qc);
-        return standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+        return utility_next(pstmt, query, read_only_tree, context, params, env, dest, qc);
     }
     on_utility_slow(pstmt, query, read_only_tree, context, params, env, dest, qc);
 }
@@ -152,6 +153,7 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
 
 void install_utility_metering() {
     prev_utility = ProcessUtility_hook;
+    if (prev_utility) utility_next = prev_utility;
     ProcessUtility_hook = on_utility;
 }
 
