@@ -20,6 +20,12 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
 u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U util -d postgres -At -v VERBOSITY=verbose "$@" 2>"$DIR/u.err"; }
 tokens() { q "SELECT tokens FROM throttle_peek('util')"; }
 spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
+# u_timed ARGS...: u, its output dropped, and how long it took in `took` (seconds)
+u_timed() {
+  local start; start=$(date +%s.%N)
+  u "$@" >/dev/null
+  took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+}
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 LAST="SELECT round(measured) || ' ' || round(charged) FROM throttle_last_statement()"
 
@@ -85,9 +91,7 @@ check "three FETCH ALL of a held cursor are charged ($reads ms >= 30)" ge "$read
 # --- over budget: cut off with 53T01; in debt: refused; BEGIN/SET/COMMIT still work ----------------
 q "ALTER ROLE util SET ogc_throttle.capacity = 200; ALTER ROLE util SET ogc_throttle.cutoff_grace = 0" >/dev/null
 q "SELECT throttle_reset('util')" >/dev/null
-start=$(date +%s.%N)
-u -c "DO \$\$ DECLARE x float8 := 0; BEGIN LOOP x := x + 1; END LOOP; END \$\$" >/dev/null
-took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+u_timed -c "DO \$\$ DECLARE x float8 := 0; BEGIN LOOP x := x + 1; END LOOP; END \$\$"
 echo "# endless DO loop on a 200 ms budget: stopped after ${took}s; $(grep -m1 DETAIL "$DIR/u.err")"
 check "an endless DO loop is cut off with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/u.err"
 check "... within 2 s" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
@@ -115,9 +119,10 @@ u "${EXHAUSTIVE[@]}" -c "$J" -c "$J" >/dev/null
 check "in debt from planning, the next EXPLAIN is refused with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err"
 q "ALTER ROLE util SET ogc_throttle.capacity = 60000" >/dev/null
 
-# --- a query run while planning is on the planning meter's clock only: charged once -----------------------
-# The planner runs an IMMUTABLE function with constant arguments (constant folding); the queries it runs
-# were metered as statements of their own as well: 0.3 s of pg_sleep was charged twice.
+# --- a query run while planning is charged once: as a statement of its own, not again by the planning meter --
+# The planner runs an IMMUTABLE function with constant arguments (constant folding); the planning meter's
+# wall time included the queries it ran, which were charged as statements too: 0.3 s of pg_sleep was
+# charged twice.
 q "CREATE FUNCTION slow_const() RETURNS int IMMUTABLE LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(0.3); RETURN 1; END \$\$;
    GRANT EXECUTE ON FUNCTION slow_const() TO util; ALTER ROLE util SET log_min_duration_statement = 0" >/dev/null
 q "SELECT throttle_reset('util')" >/dev/null
@@ -133,9 +138,7 @@ q "ALTER ROLE util RESET log_min_duration_statement" >/dev/null
 q "CREATE FUNCTION slow_const3() RETURNS int IMMUTABLE LANGUAGE plpgsql AS \$\$ BEGIN PERFORM pg_sleep(3); RETURN 1; END \$\$;
    GRANT EXECUTE ON FUNCTION slow_const3() TO util; ALTER ROLE util SET ogc_throttle.capacity = 200" >/dev/null
 q "SELECT throttle_reset('util')" >/dev/null
-start=$(date +%s.%N)
-u -c "SELECT slow_const3() /*folded3*/" >/dev/null
-took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+u_timed -c "SELECT slow_const3() /*folded3*/"
 echo "# SELECT slow_const3() (3 s folded by the planner) on a 200 ms budget: ${took} s; $(grep -o 'ERROR:  53T01.*' "$DIR/u.err" | head -1)"
 check "a query the planner runs is cut off at its budget with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/u.err"
 check "... well before its 3 s (${took} s)" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
