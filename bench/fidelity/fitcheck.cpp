@@ -50,7 +50,10 @@ std::vector<Query> load(const char* path) {
         Query q;
         q.cls = sample ? "sample" : col[1];
         if (col.size() > 7) q.sql = col[7].substr(0, 100);
-        q.ms = std::stod(sample ? col[0] : col[4]);
+        char* end = nullptr;
+        const std::string& ms = sample ? col[0] : col[4];
+        q.ms = std::strtod(ms.c_str(), &end);
+        if (end == ms.c_str()) continue;  // not a number (a header, a damaged line): skipped
         const auto j = nlohmann::json::parse(features, nullptr, false);
         if (j.is_discarded() || !j.is_object()) continue;
         for (int k = 0; k < kCostClasses; k++) {
@@ -138,6 +141,10 @@ int main(int argc, char** argv) {
         std::printf(" -->\n");
         for (std::size_t b = 0; b < checks.size(); b++) {
             if (!after && a == b) continue;
+            if (checks[b].size() < 3) {  // nothing to rank (an empty or unreadable file)
+                std::printf("%s: %zu queries read, not priced\n", test[b].c_str(), checks[b].size());
+                continue;
+            }
             const Figures f = judge(cal.fitted, checks[b]);
             std::printf("| %s | %s | %.2f | %.1f | %.3f | %.3f %s |\n", train[a].c_str(), test[b].c_str(), f.p95, f.max,
                         f.rho, f.worst_rho, f.worst_cls.c_str());
