@@ -2,9 +2,10 @@
 --   estimate  the hook's price: the "total" row of throttle_explain(sql)
 --   features  throttle_features(sql) as JSON, when the function exists (for fitting weights)
 --   planner   the planner's total_cost of the top plan node (EXPLAIN (FORMAT JSON))
---   ms        median of 3 "Execution Time"s of EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON),
---             after one warm-up run; the hook is off (ogc_throttle.mode = off) while timing
--- The three timings of a query come from three passes over the whole workload, not three runs in
+--   ms        median of the "Execution Time"s of EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) in
+--             fidelity.passes passes (3 when unset; run.sh's PASSES: 7), after one warm-up run;
+--             the hook is off (ogc_throttle.mode = off) while timing
+-- The timings of a query come from passes over the whole workload, not runs in
 -- a row: on the shared machine a burst of other work lasts seconds, and three back-to-back runs
 -- all fell in it (a 0.6 ms tile measured 5.2 ms) where the median of three spread passes does not.
 -- Each pass takes the queries in another order (id·k mod 1009, a permutation for k < 1009), so that
@@ -41,8 +42,8 @@ DECLARE
   q record;
   j json;
 BEGIN
-  FOR pass IN 1..3 LOOP
-    FOR q IN SELECT * FROM fq ORDER BY (id * (ARRAY[389, 577, 811])[pass]) % 1009 LOOP
+  FOR pass IN 1..coalesce(current_setting('fidelity.passes', true), '3')::int LOOP
+    FOR q IN SELECT * FROM fq ORDER BY (id * (ARRAY[389, 577, 811, 239, 937, 113, 661])[pass]) % 1009 LOOP
       EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ' || q.sql INTO j;
       UPDATE fres SET runs = runs || (j->0->>'Execution Time')::float8 WHERE id = q.id;
       COMMIT;

@@ -18,8 +18,10 @@
 # throttle_calibrate(true) and applies them (ogc_throttle.calibration = apply), so that the
 # estimate is the self-calibrated one, checked out of sample when the seeds differ.
 # TOPLEVEL=1: the measured time is that of each query run by a client as a top-level statement
-# (PostgreSQL's duration lines, median of 3 passes after a warm-up; toptime.py) instead of
+# (PostgreSQL's duration lines, median of the passes after a warm-up; toptime.py) instead of
 # EXPLAIN ANALYZE's execution time inside a DO block.
+# PASSES (7; odd, 1-7): timed passes over the workload, each in another order; a query's time is
+# their median (KEEP also keeps every pass's time: results.tsv's runs, toptime.tsv).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,6 +35,7 @@ NT=${NT:-4}
 TIMING=${TIMING:-1}
 CALIBRATE=${CALIBRATE:-}
 TOPLEVEL=${TOPLEVEL:-0}
+PASSES=${PASSES:-7}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -44,6 +47,7 @@ cleanup() { [ -n "$started" ] && pg_stop "$C" immediate; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 die() { echo "run.sh: $*" >&2; exit 1; }
+case "$PASSES" in 1|3|5|7) ;; *) die "PASSES must be 1, 3, 5 or 7 (a median of an odd count), not '$PASSES'";; esac
 cp "$here"/gen.sql "$here"/measure.sql "$work/" && chmod 644 "$work"/*.sql
 
 pg_cluster_init "$C" "shared_preload_libraries = 'ogc_throttle'" "shared_buffers = '256MB'" "jit = off" \
@@ -103,20 +107,20 @@ chmod 644 "$work/queries.tsv"
 sql -c "DROP TABLE IF EXISTS fq" -c "CREATE TABLE fq (id int PRIMARY KEY, cls text, sql text)" \
   -c "\\copy fq FROM '$work/queries.tsv'" >/dev/null || die "loading the workload failed"
 if [ "$TIMING" = 1 ]; then
-echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of 3 EXPLAIN (ANALYZE, TIMING OFF) execution times from 3 passes over the workload after a warm-up pass, hook off"
+echo "# $(wc -l <"$work/queries.tsv") queries; timing: median of $PASSES EXPLAIN (ANALYZE, TIMING OFF) execution times from $PASSES passes over the workload after a warm-up pass, hook off"
 t0=$(date +%s)
-sql -f "$work/measure.sql" >/dev/null || die "measure.sql failed"
+sql -c "SET fidelity.passes = $PASSES" -f "$work/measure.sql" >/dev/null || die "measure.sql failed"
 echo "# priced and timed in $(( $(date +%s) - t0 )) s"
 if [ "$TOPLEVEL" = 1 ]; then
   t0=$(date +%s)
-  $PY "$here/toptime.py" gen "$work/queries.tsv" >"$work/toptime.sql" && chmod 644 "$work/toptime.sql" &&
+  $PY "$here/toptime.py" gen "$work/queries.tsv" "$PASSES" >"$work/toptime.sql" && chmod 644 "$work/toptime.sql" &&
     sql -f "$work/toptime.sql" >/dev/null 2>"$work/toptime.err" || die "the top-level timing failed"
   grep -v '^$' "$work/toptime.err" | head -5
   $PY "$here/toptime.py" read "$C/server.log" >"$work/toptime.tsv" && chmod 644 "$work/toptime.tsv" ||
     die "reading the duration lines failed"
   sql -c "CREATE TABLE ftop (id int PRIMARY KEY, ms float8, runs float8[])" -c "\\copy ftop FROM '$work/toptime.tsv'" \
     >/dev/null || die "loading the top-level timings failed"
-  echo "# top-level timing (TOPLEVEL=1): $(wc -l <"$work/toptime.tsv") queries, median of 3 duration lines after a warm-up pass ($(( $(date +%s) - t0 )) s)"
+  echo "# top-level timing (TOPLEVEL=1): $(wc -l <"$work/toptime.tsv") queries, median of $PASSES duration lines after a warm-up pass ($(( $(date +%s) - t0 )) s)"
 fi
 
 # Charged: each query as a top-level statement under the hook in reject mode
@@ -138,13 +142,14 @@ PYEOF
 fi
 sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, r.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) ORDER BY q.id" \
   >"$work/results.tsv" || die "reading results failed"
-[ -n "${KEEP:-}" ] && { mkdir -p "$KEEP"; cp "$work/results.tsv" "$work/queries.tsv" "$KEEP/"; }
+[ -n "${KEEP:-}" ] && { mkdir -p "$KEEP"; cp "$work/results.tsv" "$work/queries.tsv" "$KEEP/"
+  sql -At -F $'\t' -c "SELECT id, runs FROM fres ORDER BY id" >"$KEEP/runs.tsv"; }
 [ "$TOPLEVEL" = 1 ] && echo "### measured: EXPLAIN (ANALYZE) execution time"
 $PY "$here/analyze.py" "$work/results.tsv" ${FIT:+--fit}
 if [ "$TOPLEVEL" = 1 ]; then
   sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN ftop t USING (id) ORDER BY q.id" \
     >"$work/results_top.tsv" || die "reading results failed"
-  [ -n "${KEEP:-}" ] && cp "$work/results_top.tsv" "$KEEP/"
+  [ -n "${KEEP:-}" ] && cp "$work/results_top.tsv" "$work/toptime.tsv" "$KEEP/"
   echo
   echo "### measured: the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
   $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit} --executor-charge

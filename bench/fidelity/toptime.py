@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times the workload as top-level statements (run.sh's TOPLEVEL=1), the way a client runs them.
 
-usage: toptime.py gen QUERIES_TSV > toptime.sql
+usage: toptime.py gen QUERIES_TSV [PASSES] > toptime.sql
        toptime.py read SERVER_LOG > toptime.tsv      (id, median ms, runs)
 
 measure.sql times each query with EXPLAIN (ANALYZE) inside a DO block: that leaves out parsing,
@@ -10,18 +10,18 @@ not always the one a client's statement gets (a LIMIT page took 19.8 ms there an
 by a client). The metering charges what a client's statement takes, and calibration fits its
 samples, so the estimate is judged here against the same thing: PostgreSQL's own
 "duration: ... statement: /*fidt:<id>:<pass>*/ ..." lines (log_min_duration_statement = 0 in the
-session, the hook off), a warm-up pass and then three passes in the orders measure.sql uses, the
-median of the three per query.
+session, the hook off), a warm-up pass and then PASSES (3) passes in the orders measure.sql uses,
+the median of them per query.
 """
 import sys
 
 from durlog import tagged
 from rankstats import quantile
 
-ORDERS = (389, 577, 811)  # as measure.sql: id*k mod 1009 is a permutation for k < 1009
+ORDERS = (389, 577, 811, 239, 937, 113, 661)  # as measure.sql: id*k mod 1009 is a permutation for k < 1009
 
 
-def gen(path):
+def gen(path, passes=3):
     qs = []
     for line in open(path):
         i, _, sql = line.rstrip("\n").split("\t", 2)
@@ -31,7 +31,7 @@ def gen(path):
     print("SET statement_timeout = '120s';")
     print("SET log_min_duration_statement = 0;")
     print("\\o /dev/null")
-    for p, k in enumerate((1,) + ORDERS):  # pass 0: the warm-up, in id order (not read)
+    for p, k in enumerate((1,) + ORDERS[:passes]):  # pass 0: the warm-up, in id order (not read)
         for i, sql in sorted(qs, key=lambda q: (q[0] * k) % 1009):
             print("/*fidt:%d:%d*/ %s;" % (i, p, sql))
 
@@ -47,8 +47,8 @@ def read(log_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "gen":
-        gen(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "gen":
+        gen(sys.argv[2], int(sys.argv[3]) if len(sys.argv) == 4 else 3)
     elif len(sys.argv) == 3 and sys.argv[1] == "read":
         read(sys.argv[2])
     else:
