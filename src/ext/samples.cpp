@@ -37,9 +37,9 @@ struct Ring {
 Ring* ring = nullptr;
 
 // Automatic refits: every tenth of the store, at least every 1000 samples, and
-// at most every 10 seconds: a fit of a full store takes 30-40 ms of one
-// backend, which every 1000 short statements would make a few per cent of the
-// server's time.
+// at most every 10 seconds: a fit of a full store takes about 0.5 s of one
+// backend (8 resamples), which every 1000 short statements would make a large
+// share of the server's time.
 uint64 refit_every() { return static_cast<uint64>(std::max(1000, setting_max_samples / 10)); }
 constexpr TimestampTz kMinRefitInterval = 10 * USECS_PER_SEC;
 
@@ -74,7 +74,7 @@ void samples_attach() {
 bool samples_enabled() { return ring != nullptr; }
 
 bool sample_record(const core::PlanFeatures& f, double measured_ms) {
-    if (ring == nullptr) return false;
+    if (ring == nullptr || !setting_calibration_samples) return false;
     Slot s;
     for (int c = 0; c < core::kCostClasses; c++) {
         s.calls[c] = static_cast<float>(f.calls[c]);

@@ -22,6 +22,7 @@ int setting_max_identity_stats = 10000;
 bool setting_save = true;
 bool setting_charge_connection = true;
 int setting_max_samples = 10000;
+bool setting_calibration_samples = true;
 
 // Read inline through settings.hpp's accessors (every statement reads them).
 namespace guc {
@@ -187,6 +188,14 @@ void define_settings() {
                              "(every tenth of the store, at least every 1000 statements) replace them for every "
                              "class the samples show.",
                              &calibration, calibration, calibration_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    // Superuser-only and set per role: a throttled client could otherwise feed the fit statements
+    // that take far longer than their features say (a pg_sleep beside a search) and raise every
+    // other client's estimates with its own.
+    DefineCustomBoolVariable("ogc_throttle.calibration_samples", "Whether this session's statements leave calibration samples.",
+                             "off (ALTER ROLE ... SET, superuser): the role's statements are charged as always but "
+                             "cannot steer the fitted weights.",
+                             &setting_calibration_samples, setting_calibration_samples, PGC_SUSET, 0, nullptr, nullptr,
+                             nullptr);
     DefineCustomBoolVariable("ogc_throttle.save", "Save bucket state across clean server shutdowns.", nullptr,
                              &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 

@@ -15,6 +15,7 @@ extern OT_LOCAL int setting_max_identity_stats;
 extern OT_LOCAL bool setting_save;
 extern OT_LOCAL bool setting_charge_connection;  // ogc_throttle.charge_connection
 extern OT_LOCAL int setting_max_samples;
+extern OT_LOCAL bool setting_calibration_samples;  // ogc_throttle.calibration_samples
 
 // What the pricing hook does with a priced statement.
 enum class Mode { Off, Log, Delay, Reject };

@@ -118,4 +118,36 @@ check "1050 statements later a fit was made and applied by itself ($est_auto)" a
 q "ALTER SYSTEM RESET ogc_throttle.calibration" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
 check_eq "an ordinary role cannot calibrate" "42501" \
   "$(q "CREATE ROLE someone LOGIN" >/dev/null; as_pg psql -X -h "$DIR" -p "$PORT" -U someone -d postgres -At -v VERBOSITY=verbose -c 'SELECT * FROM throttle_calibrate()' 2>&1 | grep -o '42501' | head -1)"
+
+# Poisoned samples: a throttled client can leave samples that take far longer than their features say
+# (here a 20 ms pg_sleep beside a search), and a fit made with them moves the weights every client is
+# priced by. Its statements are
+# charged either way; ogc_throttle.calibration_samples = off, set for its role by a superuser, keeps them
+# out of the store.
+q "CREATE ROLE poisoner LOGIN; GRANT SELECT ON pts TO poisoner;
+   ALTER ROLE poisoner SET ogc_throttle.mode = 'reject'; ALTER ROLE poisoner SET ogc_throttle.capacity = 1000000;
+   ALTER ROLE poisoner SET ogc_throttle.rate = 0.01; ALTER ROLE poisoner SET ogc_throttle.calibration_samples = off" >/dev/null
+as_poisoner() { as_pg psql -X -h "$DIR" -p "$PORT" -U poisoner -d postgres -At -v VERBOSITY=verbose -c "$1" 2>&1; }
+poison() {
+  local i sql=""
+  for i in $(seq 1 "$1"); do
+    sql+="SELECT count(*) FROM (SELECT pg_sleep(0.02)) s, pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(0.$((RANDOM % 9 + 1)), 0.05), 4326), 0.002);"
+  done
+  echo "$sql"
+}
+kept() { q "SELECT count(*) FROM throttle_samples()"; }
+fit() { q "SELECT string_agg(class || ' ' || fitted_fixed || ' ' || fitted_per_row, ', ' ORDER BY class) FROM throttle_calibrate()"; }
+before_n=$(kept); before_fit=$(fit)
+as_poisoner "$(poison 120)" >/dev/null
+check_eq "samples off for a role: its 120 statements left none" "$before_n" "$(kept)"
+check_eq "... and the fit is the one before them, weight for weight" "$before_fit" "$(fit)"
+check_eq "... and the role cannot turn its samples back on" "42501" \
+  "$(as_poisoner "SET ogc_throttle.calibration_samples = on" | grep -o '42501' | head -1)"
+check "... while its statements were charged (its bucket went down by at least 120 x 20 ms)" \
+  awk -v t="$(as_poisoner "SELECT tokens FROM throttle_peek()")" 'BEGIN { exit !(t != "" && t <= 1000000 - 2400) }'
+q "ALTER ROLE poisoner RESET ogc_throttle.calibration_samples" >/dev/null
+as_poisoner "$(poison 120)" >/dev/null
+after_n=$(kept)
+check "samples on (the default): the same 120 statements left samples ($before_n -> $after_n)" test "$after_n" -ge $((before_n + 100))
+check "... and they moved the fit" test "$before_fit" != "$(fit)"
 tap_exit
