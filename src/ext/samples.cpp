@@ -7,6 +7,7 @@
 extern "C" {
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "portability/instr_time.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -28,7 +29,7 @@ struct Ring {
     uint64 written;
     uint64 last_fit_at;
     TimestampTz last_fit_time;  // of the last fit tried, automatic or not
-    pg_atomic_flag fitting;
+    TimestampTz fitting_since;  // an automatic fit is under way (0: none)
     FittedWeights fitted;
     int capacity;
     Slot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -64,7 +65,7 @@ void samples_attach() {
         ring->written = 0;
         ring->last_fit_at = 0;
         ring->last_fit_time = 0;
-        pg_atomic_init_flag(&ring->fitting);
+        ring->fitting_since = 0;
         ring->fitted = FittedWeights{};
         ring->capacity = setting_max_samples;
     }
@@ -159,7 +160,56 @@ core::Calibration fit(const core::CostModel& m, const core::Sample* s, size_t n)
         return c;
     }
 }
+
+// A claim older than this is taken over: a worker that was registered but
+// never ran (the postmaster could not fork it) must not stop every later refit.
+constexpr TimestampTz kStaleClaim = 60 * USECS_PER_SEC;
+
+bool claim_fit(TimestampTz now) {
+    SpinLockAcquire(&ring->mutex);
+    const bool free = ring->fitting_since == 0 || now - ring->fitting_since > kStaleClaim;
+    if (free) ring->fitting_since = now;
+    SpinLockRelease(&ring->mutex);
+    return free;
+}
+
+void release_fit() {
+    SpinLockAcquire(&ring->mutex);
+    ring->fitting_since = 0;
+    SpinLockRelease(&ring->mutex);
+}
+
 }  // namespace
+
+namespace {
+void fit_and_log(const char* where) {
+    instr_time start;
+    INSTR_TIME_SET_CURRENT(start);
+    size_t n = 0;
+    core::Sample* s = samples_snapshot(&n);
+    fitted_store(fit(configured_cost_model(), s, n));
+    pfree(s);
+    instr_time took;
+    INSTR_TIME_SET_CURRENT(took);
+    INSTR_TIME_SUBTRACT(took, start);
+    elog(DEBUG1, "ogc_throttle: weights refitted from %zu samples in %s (%.1f ms)", n, where,
+         INSTR_TIME_GET_MILLISEC(took));
+}
+
+}  // namespace
+
+void refit_claimed(const char* where) {
+    if (ring == nullptr) return;
+    PG_TRY();
+    { fit_and_log(where); }
+    PG_CATCH();
+    {
+        release_fit();
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    release_fit();
+}
 
 void refit_if_due() {
     if (ring == nullptr || !calibration_applies()) return;
@@ -168,18 +218,12 @@ void refit_if_due() {
     const bool too_soon = now - ring->last_fit_time < kMinRefitInterval;
     if (too_soon) ring->last_fit_at = ring->written;  // due again after another refit_every() samples
     SpinLockRelease(&ring->mutex);
-    if (too_soon) return;
-    if (!pg_atomic_test_set_flag(&ring->fitting)) return;  // another backend is at it
-    PG_TRY();
-    {
-        size_t n = 0;
-        core::Sample* s = samples_snapshot(&n);
-        fitted_store(fit(configured_cost_model(), s, n));
-        pfree(s);
-    }
-    PG_FINALLY();
-    { pg_atomic_clear_flag(&ring->fitting); }
-    PG_END_TRY();
+    if (too_soon || !claim_fit(now)) return;  // or another fit is under way
+    // A fit of a full store takes about 0.5 s: a worker of its own runs it, and
+    // the client whose statement made it due does not wait. With no worker
+    // slot free (max_worker_processes), this backend fits, as it always did.
+    if (launch_refit_worker()) return;  // the worker releases the claim
+    refit_claimed("the backend (no background worker could be started)");
 }
 
 }  // namespace ot::ext

@@ -33,7 +33,14 @@ void fitted_store(const core::Calibration& c);
 FittedWeights fitted_load();
 
 // Refits from the samples and stores the result if one is due and no other
-// backend is fitting. May allocate: call inside guard().
+// fit is under way: in a background worker started for it (refit_worker.cpp),
+// or in this backend when none can be started. May allocate: call inside guard().
 void refit_if_due();
+// The fit itself, once claimed (by refit_if_due); releases the claim. `where`
+// names the process in the DEBUG1 line it logs.
+void refit_claimed(const char* where);
+// refit_worker.cpp: starts a worker that runs refit_claimed(); false when none
+// could be registered.
+bool launch_refit_worker();
 
 }  // namespace ot::ext
