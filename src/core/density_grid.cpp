@@ -25,8 +25,9 @@ void descend(const View& v, Query& q, std::uint32_t l, std::size_t i, std::uint3
              double s) noexcept {
     const double ax = cx * s, ay = cy * s, bx = ax + s, by = ay + s;
     if (ax > q.x1 || ay > q.y1 || bx <= q.x0 || by <= q.y0) return;
-    const double n = grid::u32_at(v.counts[l], i);
-    const double b = q.pages ? grid::u32_at(v.blocks[l], i) : 0;
+    const grid::Cell cell = grid::cell_at(v.cells[l], i);
+    const double n = cell.count;
+    const double b = q.pages ? cell.blocks : 0;
     if (q.x0 <= ax && bx <= q.x1 && q.y0 <= ay && by <= q.y1) {
         q.rows += n, q.blocks += b;
         return;
@@ -34,30 +35,17 @@ void descend(const View& v, Query& q, std::uint32_t l, std::size_t i, std::uint3
     std::size_t c0 = 0, c1 = 0;  // children
     if (l < q.target) {
         const std::size_t next = v.h.ncells[l + 1];
-        if (v.v4) {
-            c0 = grid::u32_at(v.first_child[l], i);
-            c1 = i + 1 < v.h.ncells[l] ? grid::u32_at(v.first_child[l], i + 1) : next;
-            c1 = std::min(c1, next);
-        } else {  // formats 2 and 3: search the next level for the keys 4·key .. 4·key + 3
-            const std::uint64_t key = grid::u64_at(v.keys[l], i) << 2;
-            std::size_t lo = 0, hi = next;
-            while (lo < hi) {
-                const std::size_t mid = (lo + hi) / 2;
-                if (grid::u64_at(v.keys[l + 1], mid) < key) lo = mid + 1; else hi = mid;
-            }
-            c0 = c1 = lo;
-            while (c1 < next && grid::u64_at(v.keys[l + 1], c1) < key + 4) c1++;
+        c0 = cell.first_child;
+        c1 = i + 1 < v.h.ncells[l] ? grid::cell_at(v.cells[l], i + 1).first_child : next;
+        c1 = std::min(c1, next);
+        // The children lie side by side, usually far from anything this statement has touched (the
+        // grid sits in shared memory, the box is anywhere): ask for their line now, so that its miss
+        // overlaps the tests below (four arrays took four lines in format 4). A hint only: nothing
+        // read changes.
+        if (c0 < c1) {
+            __builtin_prefetch(v.cells[l + 1] + sizeof(grid::Cell) * c0);
+            __builtin_prefetch(v.cells[l + 1] + sizeof(grid::Cell) * (c1 - 1));  // when they straddle two
         }
-    }
-    if (c0 < c1) {
-        // The children's entries lie in four arrays, usually far from anything this statement has
-        // touched (the grid sits in shared memory, the box is anywhere): ask for all four lines now,
-        // so that their misses overlap instead of following one another child after child. A hint
-        // only: nothing read changes.
-        __builtin_prefetch(v.keys[l + 1] + 8 * c0);
-        __builtin_prefetch(v.counts[l + 1] + 4 * c0);
-        if (v.v4) __builtin_prefetch(v.first_child[l + 1] + 4 * c0);
-        if (q.pages) __builtin_prefetch(v.blocks[l + 1] + 4 * c0);
     }
     if (c0 >= c1) {  // the target level, or a leaf above it (rows uniform inside)
         const double fx = (std::min(q.x1, bx) - std::max(q.x0, ax)) / s;
@@ -70,7 +58,7 @@ void descend(const View& v, Query& q, std::uint32_t l, std::size_t i, std::uint3
     }
     const double cs = s / 2;
     for (std::size_t c = c0; c < c1; c++) {
-        const std::uint64_t k = grid::u64_at(v.keys[l + 1], c);
+        const std::uint32_t k = grid::cell_at(v.cells[l + 1], c).key_lo;
         const std::uint32_t kx = 2 * cx + static_cast<std::uint32_t>(k & 1),
                             ky = 2 * cy + static_cast<std::uint32_t>((k >> 1) & 1);
         // The child's own first test, made here: most children of an edge cell lie outside the box,
@@ -113,7 +101,7 @@ double query_box(const View& v, double xmin, double ymin, double xmax, double ym
     // Cells of the edge share blocks the sum counts twice: never more than the rows at random over
     // all the layer's blocks (the root cell's) would touch.
     if (pages != nullptr && q.pages)
-        *pages = std::min(q.blocks, pages_of_rows(q.rows, h.total, grid::u32_at(v.blocks[0], 0)));
+        *pages = std::min(q.blocks, pages_of_rows(q.rows, h.total, grid::cell_at(v.cells[0], 0).blocks));
     return q.rows;
 }
 
@@ -164,8 +152,7 @@ template <class F>
 void for_each_cell_at(const View& v, std::uint32_t l, F f) noexcept {
     for (std::uint32_t la = 0; la <= l; la++) {
         for (std::uint32_t i = 0; i < v.h.ncells[la]; i++) {
-            std::uint32_t c;
-            std::memcpy(&c, v.counts[la] + 4 * i, 4);
+            const std::uint32_t c = grid::count_at(v.cells[la], i);
             if (la == l)
                 f(static_cast<double>(c), static_cast<double>(c));
             else if (c <= v.h.threshold)  // a leaf above l: uniform over its 4^d cells at l
@@ -184,7 +171,7 @@ double density_rows_around(const unsigned char* blob, std::size_t len, double w,
     const std::uint32_t l = level_for(v.h, w, h, &frac);
     // Σ over rows of the rows in their cell: Σ_cells density × rows.
     double sum = 0;
-    if (v.v4)
+    if (v.h.has_self_sum)
         sum = v.h.self_sum[l];  // summed at build time
     else
         for_each_cell_at(v, l, [&](double d, double rows) { sum += d * rows; });
@@ -214,8 +201,7 @@ double density_rows_around_dense(const unsigned char* blob, std::size_t len, dou
     std::uint32_t top[kTop], counts[kTop];  // indices and counts of the densest cells at l, densest first
     int ntop = 0;
     for (std::uint32_t i = 0; i < hd.ncells[l]; i++) {
-        std::uint32_t c;
-        std::memcpy(&c, v.counts[l] + 4 * i, 4);
+        const std::uint32_t c = grid::count_at(v.cells[l], i);
         if (ntop == kTop && c <= counts[kTop - 1]) continue;
         int j = ntop < kTop ? ntop++ : kTop - 1;
         for (; j > 0 && counts[j - 1] < c; j--) top[j] = top[j - 1], counts[j] = counts[j - 1];
@@ -228,8 +214,7 @@ double density_rows_around_dense(const unsigned char* blob, std::size_t len, dou
         seen += counts[pick];
         if (seen >= (1.0 - q) * hd.total) break;
     }
-    std::uint64_t key;
-    std::memcpy(&key, v.keys[l] + 8 * top[pick], 8);
+    const std::uint64_t key = grid::key_of(v, l, top[pick]);
     const double cw = W / std::ldexp(1.0, static_cast<int>(l)), ch = H / std::ldexp(1.0, static_cast<int>(l));
     const double cx = hd.xmin + (grid::compact(key) + 0.5) * cw, cy = hd.ymin + (grid::compact(key >> 1) + 0.5) * ch;
     // density_rows grows a box by the rows' mean size; a probe around a row does not.

@@ -8,12 +8,13 @@
 // (rows are taken as uniform inside a leaf). Serialised into one flat byte
 // string (stored by the extension in a table, read without copying).
 //
-// Format 4 stores per cell, besides its key and row count, the index of its
-// first child (a box query descends the quadtree without searching: a cell
-// wholly inside the box adds its count, only the cells on the box's edge are
-// split) and the number of distinct heap blocks its rows lie on (how
-// clustered the rows are on disk: the pages a search of the cell reads).
-// 20 bytes a cell; formats 2 and 3 (12 bytes a cell) are still read.
+// Each cell stores, besides its key and row count, the index of its first
+// child (a box query descends the quadtree without searching: a cell wholly
+// inside the box adds its count, only the cells on the box's edge are split)
+// and the number of distinct heap blocks its rows lie on (how clustered the
+// rows are on disk: the pages a search of the cell reads). Format 5: 16 bytes
+// a cell, its fields side by side. Older blobs (formats 2 to 4) are read
+// after upgrade_density_grid; the functions below take format 5 only.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -39,8 +40,17 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
                                               double mean_h = 0, double probe_w = 0, double probe_h = 0,
                                               const std::uint32_t* blocks = nullptr, std::size_t max_cells = 0);
 
-// Bytes a format-4 grid of `cells` cells takes (header included).
+// Bytes a format-5 grid of `cells` cells takes (header included).
 std::size_t density_grid_bytes(std::size_t cells) noexcept;
+
+// The bytes of the format-5 rewrite of a blob of an older format (2 to 4):
+// 0 when it is not such a grid (a format-5 one included).
+std::size_t density_grid_upgraded_bytes(const unsigned char* blob, std::size_t len) noexcept;
+// Writes that rewrite into out (out_len: density_grid_upgraded_bytes of it),
+// which then gives the answers the old blob gave. False when blob is not an
+// older grid or out_len differs. No allocation.
+bool upgrade_density_grid(const unsigned char* blob, std::size_t len, unsigned char* out,
+                          std::size_t out_len) noexcept;
 
 // Rows of a w × h box centred on a dense spot of the layer: on the cell (of
 // about half the box's size) where the densest (1 - q) share of the rows

@@ -1,4 +1,4 @@
-// Building a density grid (format 4) and opening one of any format.
+// Building a density grid (format 5), opening one, and rewriting an older one as format 5.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -34,7 +34,64 @@ std::uint32_t compact(std::uint64_t v) noexcept {
 }
 
 bool open(const unsigned char* blob, std::size_t len, View* v) noexcept {
+    if (blob == nullptr || len < sizeof(Header)) return false;
+    std::memcpy(&v->h, blob, sizeof(Header));
+    if (v->h.magic != kMagic || v->h.version != kVersion) return false;
+    if (v->h.levels > static_cast<std::uint32_t>(kDensityMaxLevels)) return false;
+    if (!(v->h.xmax > v->h.xmin) || !(v->h.ymax > v->h.ymin)) return false;
+    std::size_t off = sizeof(Header);
+    for (std::uint32_t l = 0; l <= v->h.levels; l++) {
+        const std::size_t n = v->h.ncells[l];
+        if (n > (len - off) / sizeof(Cell)) return false;
+        v->cells[l] = blob + off;
+        off += sizeof(Cell) * n;
+    }
+    return true;
+}
+
+std::uint64_t key_of(const View& v, std::uint32_t l, std::size_t i) noexcept {
+    const std::uint32_t lo = cell_at(v.cells[l], i).key_lo;
+    if (l <= 16) return lo;  // 2·l bits: all of it
+    // The parent: the last cell of level l − 1 whose children start at or before i.
+    const unsigned char* up = v.cells[l - 1];
+    std::size_t a = 0, b = v.h.ncells[l - 1];
+    while (a < b) {
+        const std::size_t mid = (a + b) / 2;
+        if (cell_at(up, mid).first_child <= i) a = mid + 1; else b = mid;
+    }
+    return (key_of(v, l - 1, a - 1) << 2) | (lo & 3);
+}
+
+}  // namespace grid
+
+using namespace grid;
+
+namespace {
+
+// A blob of formats 2 to 4, located: what upgrade_density_grid reads.
+struct OldView {
+    Header h;
+    bool v4;
+    const unsigned char* keys[kDensityMaxLevels + 1];
+    const unsigned char* counts[kDensityMaxLevels + 1];
+    const unsigned char* first_child[kDensityMaxLevels + 1];  // format 4 only
+    const unsigned char* blocks[kDensityMaxLevels + 1];       // format 4 only
+};
+
+std::uint32_t u32_at(const unsigned char* p, std::size_t i) noexcept {
+    std::uint32_t c;
+    std::memcpy(&c, p + 4 * i, 4);
+    return c;
+}
+std::uint64_t u64_at(const unsigned char* p, std::size_t i) noexcept {
+    std::uint64_t c;
+    std::memcpy(&c, p + 8 * i, 8);
+    return c;
+}
+
+bool open_old(const unsigned char* blob, std::size_t len, OldView* v) noexcept {
     if (blob == nullptr || len < kHeaderV2) return false;
+    v->h = Header{};
     std::memcpy(&v->h, blob, kHeaderV2);
     std::size_t off;
     if (v->h.version == 2) {
@@ -43,14 +100,15 @@ bool open(const unsigned char* blob, std::size_t len, View* v) noexcept {
     } else if (v->h.version == 3 && len >= kHeaderV3) {
         std::memcpy(&v->h, blob, kHeaderV3);
         off = kHeaderV3;
-    } else if (v->h.version == kVersion && len >= sizeof(Header)) {
+    } else if (v->h.version == 4 && len >= sizeof(Header)) {
         std::memcpy(&v->h, blob, sizeof(Header));
         off = sizeof(Header);
     } else {
         return false;
     }
-    v->v4 = v->h.version == kVersion;
+    v->v4 = v->h.version == 4;
     if (!v->v4) v->h.has_blocks = 0;
+    v->h.has_self_sum = v->v4;
     if (v->h.magic != kMagic || v->h.levels > static_cast<std::uint32_t>(kDensityMaxLevels)) return false;
     if (!(v->h.xmax > v->h.xmin) || !(v->h.ymax > v->h.ymin)) return false;
     const std::size_t per = v->v4 ? kCellBytesV4 : kCellBytesV3;
@@ -66,24 +124,60 @@ bool open(const unsigned char* blob, std::size_t len, View* v) noexcept {
     return true;
 }
 
-}  // namespace grid
+std::size_t cells_of(const Header& h) noexcept {
+    std::size_t n = 0;
+    for (std::uint32_t l = 0; l <= h.levels; l++) n += h.ncells[l];
+    return n;
+}
 
-using namespace grid;
+}  // namespace
 
-std::size_t density_grid_bytes(std::size_t cells) noexcept { return sizeof(Header) + kCellBytesV4 * cells; }
+std::size_t density_grid_upgraded_bytes(const unsigned char* blob, std::size_t len) noexcept {
+    OldView v;
+    return open_old(blob, len, &v) ? density_grid_bytes(cells_of(v.h)) : 0;
+}
+
+bool upgrade_density_grid(const unsigned char* blob, std::size_t len, unsigned char* out,
+                          std::size_t out_len) noexcept {
+    OldView v;
+    if (!open_old(blob, len, &v) || out_len != density_grid_bytes(cells_of(v.h))) return false;
+    grid::Header h = v.h;
+    h.version = kVersion;
+    std::memcpy(out, &h, sizeof h);
+    std::size_t off = sizeof h;
+    for (std::uint32_t l = 0; l <= h.levels; l++) {
+        const std::size_t n = h.ncells[l], next = l < h.levels ? h.ncells[l + 1] : 0;
+        std::size_t p = 0;  // formats 2 and 3: the first key at l + 1 at or after 4·key, found in order
+        for (std::size_t i = 0; i < n; i++) {
+            const std::uint64_t key = u64_at(v.keys[l], i);
+            grid::Cell c{static_cast<std::uint32_t>(key), u32_at(v.counts[l], i), 0, 0};
+            if (v.v4) {
+                c.first_child = u32_at(v.first_child[l], i);
+                c.blocks = u32_at(v.blocks[l], i);
+            } else if (l < h.levels) {
+                while (p < next && u64_at(v.keys[l + 1], p) < (key << 2)) p++;
+                c.first_child = static_cast<std::uint32_t>(p);
+            }
+            std::memcpy(out + off, &c, sizeof c), off += sizeof c;
+        }
+    }
+    return true;
+}
+
+std::size_t density_grid_bytes(std::size_t cells) noexcept { return sizeof(Header) + sizeof(grid::Cell) * cells; }
 
 namespace {
 
-struct Cell {
+struct KeptCell {
     std::uint64_t key;
     std::uint32_t count;
 };
 
 // Cells stored per level: every cell whose parent holds more than `threshold` rows (level 0 always).
 std::size_t keep_cells(const std::vector<std::uint64_t>& codes, int levels, std::uint32_t threshold,
-                       std::vector<std::vector<Cell>>* kept) {
+                       std::vector<std::vector<KeptCell>>* kept) {
     kept->assign(levels + 1, {});
-    std::vector<Cell> prev, cur;
+    std::vector<KeptCell> prev, cur;
     std::size_t total = 0;
     for (int l = 0; l <= levels; l++) {
         const int shift = 2 * (levels - l);
@@ -96,7 +190,7 @@ std::size_t keep_cells(const std::vector<std::uint64_t>& codes, int levels, std:
                 cur.push_back({k, 1});
         }
         std::size_t p = 0;
-        for (const Cell& c : cur) {
+        for (const KeptCell& c : cur) {
             if (l > 0) {
                 while (p < prev.size() && prev[p].key < (c.key >> 2)) p++;
                 if (!(p < prev.size() && prev[p].key == (c.key >> 2) && prev[p].count > threshold)) continue;
@@ -113,7 +207,7 @@ std::size_t keep_cells(const std::vector<std::uint64_t>& codes, int levels, std:
 // within each finest cell; going up a level, the runs of a cell's children are merged, so each
 // cell's blocks are a sorted run and their distinct count one pass over it.
 void count_blocks(const std::vector<std::uint64_t>& codes, std::vector<std::uint32_t>& blk, int levels,
-                  const std::vector<std::vector<Cell>>& kept, std::vector<std::vector<std::uint32_t>>* out) {
+                  const std::vector<std::vector<KeptCell>>& kept, std::vector<std::vector<std::uint32_t>>* out) {
     out->assign(levels + 1, {});
     std::vector<std::uint32_t> scratch(blk.size());
     const std::size_t n = codes.size();
@@ -168,6 +262,7 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
     h.probe_w = std::isfinite(probe_w) && probe_w > h.mean_w ? probe_w : h.mean_w;
     h.probe_h = std::isfinite(probe_h) && probe_h > h.mean_h ? probe_h : h.mean_h;
     h.has_blocks = blocks != nullptr;
+    h.has_self_sum = 1;
     if (!(h.xmax > h.xmin)) h.xmax = h.xmin + 1;
     if (!(h.ymax > h.ymin)) h.ymax = h.ymin + 1;
     const double side = std::ldexp(1.0, levels);
@@ -191,7 +286,7 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
     std::vector<std::pair<std::uint64_t, std::uint32_t>>().swap(rows);
     h.total = static_cast<double>(codes.size());
 
-    std::vector<std::vector<Cell>> kept;
+    std::vector<std::vector<KeptCell>> kept;
     // A bound on the size: each doubling of the threshold stops refining the sparsest half of the cells.
     while (keep_cells(codes, levels, h.threshold, &kept) > max_cells && max_cells > 0 &&
            h.threshold < 0x40000000u && !codes.empty())
@@ -203,7 +298,7 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
     for (int l = 0; l <= levels; l++) {
         h.ncells[l] = static_cast<std::uint32_t>(kept[l].size());
         double here = 0, leaves = 0;
-        for (const Cell& c : kept[l]) {
+        for (const KeptCell& c : kept[l]) {
             const double sq = static_cast<double>(c.count) * c.count;
             here += sq;
             if (c.count <= h.threshold) leaves += sq;
@@ -217,18 +312,15 @@ std::vector<unsigned char> build_density_grid(const double* x, const double* y, 
     std::memcpy(out.data(), &h, sizeof h);
     std::size_t off = sizeof h;
     for (int l = 0; l <= levels; l++) {
-        for (const Cell& c : kept[l]) std::memcpy(&out[off], &c.key, 8), off += 8;
-        for (const Cell& c : kept[l]) std::memcpy(&out[off], &c.count, 4), off += 4;
         std::size_t p = 0;  // first child: the first key at l + 1 at or after 4·key
-        for (const Cell& c : kept[l]) {
+        for (std::size_t i = 0; i < kept[l].size(); i++) {
+            const KeptCell& c = kept[l][i];
             if (l < levels)
                 while (p < kept[l + 1].size() && kept[l + 1][p].key < (c.key << 2)) p++;
-            const auto fc = static_cast<std::uint32_t>(l < levels ? p : 0);
-            std::memcpy(&out[off], &fc, 4), off += 4;
-        }
-        for (std::size_t i = 0; i < kept[l].size(); i++) {
-            const std::uint32_t b = blocks != nullptr ? nblocks[l][i] : 0;
-            std::memcpy(&out[off], &b, 4), off += 4;
+            const grid::Cell g{static_cast<std::uint32_t>(c.key), c.count,
+                               static_cast<std::uint32_t>(l < levels ? p : 0),
+                               blocks != nullptr ? nblocks[l][i] : 0};
+            std::memcpy(&out[off], &g, sizeof g), off += sizeof g;
         }
     }
     return out;

@@ -2,13 +2,21 @@
 // (density_grid_build.cpp) and its readers (density_grid.cpp). Internal to
 // src/core: density_grid.hpp is the interface.
 //
-//   Header (format 4: sizeof(Header); 3: up to self_sum; 2: up to probe_w)
-//   per level l = 0..levels, ncells[l] cells sorted by Morton key:
-//     keys u64[n], counts u32[n]                  (every format)
-//     first_child u32[n], blocks u32[n]           (format 4)
-// first_child[i] is the index at level l + 1 of the first key >= 4·key[i]:
-// cell i's children are [first_child[i], first_child[i + 1]) (the last
-// cell's end is ncells[l + 1]), empty for a leaf.
+//   Header (sizeof(Header))
+//   per level l = 0..levels, ncells[l] cells sorted by Morton key, 16 bytes
+//   each (struct Cell)
+// A cell's fields are read together by a descent: in one array, a visited
+// cell and its siblings share one or two cache lines (format 4 kept each
+// field in an array of its own: four lines a cell, cold in shared memory).
+// first_child is the index at level l + 1 of the first key >= 4·key: cell i's
+// children are [first_child[i], first_child[i + 1]) (the last cell's end is
+// ncells[l + 1]), empty for a leaf. A cell keeps its key's low 32 bits; the
+// full key (2·l bits) of a cell below level 16 is its parent's, shifted, and
+// its own low two bits (key_of).
+//
+// Formats 2 to 4 (keys u64[n], counts u32[n], and in format 4 first_child
+// u32[n], blocks u32[n] per level; shorter headers before 4) are not read
+// directly: upgrade_density_grid rewrites them as format 5.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +27,7 @@
 namespace ot::core::grid {
 
 constexpr std::uint32_t kMagic = 0x4f544447;  // "OTDG"
-constexpr std::uint32_t kVersion = 4;
+constexpr std::uint32_t kVersion = 5;
 
 struct Header {
     std::uint32_t magic, version, levels, threshold;
@@ -35,34 +43,46 @@ struct Header {
     // Format 4. Σ over the rows of the rows in their level-l cell (a leaf
     // above l spread evenly): density_rows_around without visiting cells.
     double self_sum[kDensityMaxLevels + 1];
-    std::uint32_t has_blocks;  // the blocks arrays hold counts (0: unknown)
-    std::uint32_t reserved;
+    std::uint32_t has_blocks;  // the cells' blocks hold counts (0: unknown)
+    // self_sum is filled (0: a grid upgraded from format 2 or 3, whose sums are
+    // added up from the cells as those formats were, for the same result).
+    // Format 4 had 0 here as "reserved".
+    std::uint32_t has_self_sum;
 };
 constexpr std::size_t kHeaderV2 = offsetof(Header, probe_w);
 constexpr std::size_t kHeaderV3 = offsetof(Header, self_sum);
 constexpr std::size_t kCellBytesV3 = 12, kCellBytesV4 = 20;
 
+struct Cell {
+    std::uint32_t key_lo;  // the Morton key's low 32 bits
+    std::uint32_t count;
+    std::uint32_t first_child;
+    std::uint32_t blocks;  // distinct heap blocks of its rows (0: unknown)
+};
+static_assert(sizeof(Cell) == 16, "four cells a cache line");
+
 struct View {
     Header h;
-    bool v4;
-    const unsigned char* keys[kDensityMaxLevels + 1];
-    const unsigned char* counts[kDensityMaxLevels + 1];
-    const unsigned char* first_child[kDensityMaxLevels + 1];  // format 4 only
-    const unsigned char* blocks[kDensityMaxLevels + 1];       // format 4 only
+    const unsigned char* cells[kDensityMaxLevels + 1];
 };
 
+// A format-5 blob's header checked and its levels located (false for
+// anything else, older formats included).
 bool open(const unsigned char* blob, std::size_t len, View* v) noexcept;
 
-inline std::uint32_t u32_at(const unsigned char* p, std::size_t i) noexcept {
+inline Cell cell_at(const unsigned char* level, std::size_t i) noexcept {
+    Cell c;
+    std::memcpy(&c, level + sizeof(Cell) * i, sizeof(Cell));
+    return c;
+}
+inline std::uint32_t count_at(const unsigned char* level, std::size_t i) noexcept {
     std::uint32_t c;
-    std::memcpy(&c, p + 4 * i, 4);
+    std::memcpy(&c, level + sizeof(Cell) * i + offsetof(Cell, count), 4);
     return c;
 }
-inline std::uint64_t u64_at(const unsigned char* p, std::size_t i) noexcept {
-    std::uint64_t c;
-    std::memcpy(&c, p + 8 * i, 8);
-    return c;
-}
+
+// The full Morton key of cell i at level l.
+std::uint64_t key_of(const View& v, std::uint32_t l, std::size_t i) noexcept;
 
 std::uint64_t morton(std::uint32_t cx, std::uint32_t cy) noexcept;
 std::uint32_t compact(std::uint64_t v) noexcept;  // even bits of 64 -> 32 bits

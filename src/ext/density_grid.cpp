@@ -156,6 +156,20 @@ bytea* local_copy(const bytea* v) {
     return out;
 }
 
+// A grid of an older format rewritten as format 5 (palloc'd), or null when it
+// needs no rewrite: rows built before the format changed are read as they
+// were, without a rebuild.
+bytea* upgraded_copy(const bytea* v) {
+    const auto* data = reinterpret_cast<const unsigned char*>(VARDATA_ANY(v));
+    const size_t len = VARSIZE_ANY_EXHDR(v);
+    const size_t n = core::density_grid_upgraded_bytes(data, len);
+    if (n == 0) return nullptr;
+    auto* out = static_cast<bytea*>(MemoryContextAllocHuge(CurrentMemoryContext, n + VARHDRSZ));
+    SET_VARSIZE(out, n + VARHDRSZ);
+    core::upgrade_density_grid(data, len, reinterpret_cast<unsigned char*>(VARDATA(out)), n);
+    return out;
+}
+
 // Where the grid of the row tup is: the store's copy of the same row version
 // (read nothing more), else the row's grid read once and put in the store, else
 // a copy of this backend's own.
@@ -180,6 +194,10 @@ void place(Entry* e, HeapTuple tup, TupleDesc desc) {
         }
     }
     bytea* v = DatumGetByteaPP(g);
+    if (bytea* u = upgraded_copy(v)) {
+        if (PointerGetDatum(v) != g) pfree(v);
+        v = u;  // freed below like a detoasted copy
+    }
     if (density_shared_enabled() && !own) {
         // The store's copy is older than this row when its row is in this snapshot's past (and so was
         // replaced); a copy from a transaction this snapshot does not see yet stays.

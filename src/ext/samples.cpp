@@ -31,6 +31,8 @@ struct Ring {
     TimestampTz last_fit_time;  // of the last fit tried, automatic or not
     TimestampTz fitting_since;  // an automatic fit is under way (0: none)
     FittedWeights fitted;
+    // Bumped with every fit stored: a backend keeps its cost model until it moves.
+    pg_atomic_uint64 fitted_generation;
     int capacity;
     Slot slots[FLEXIBLE_ARRAY_MEMBER];
 };
@@ -67,6 +69,7 @@ void samples_attach() {
         ring->last_fit_time = 0;
         ring->fitting_since = 0;
         ring->fitted = FittedWeights{};
+        pg_atomic_init_u64(&ring->fitted_generation, 0);
         ring->capacity = setting_max_samples;
     }
     LWLockRelease(AddinShmemInitLock);
@@ -136,11 +139,16 @@ void fitted_store(const core::Calibration& c) {
     f.at = GetCurrentTimestamp();
     f.samples_used = c.samples_used;
     SpinLockAcquire(&ring->mutex);
-    if (f.valid) ring->fitted = f;
+    if (f.valid) {
+        ring->fitted = f;
+        pg_atomic_fetch_add_u64(&ring->fitted_generation, 1);
+    }
     ring->last_fit_at = ring->written;
     ring->last_fit_time = f.at;
     SpinLockRelease(&ring->mutex);
 }
+
+uint64 fitted_generation() { return ring != nullptr ? pg_atomic_read_u64(&ring->fitted_generation) : 0; }
 
 FittedWeights fitted_load() {
     if (ring == nullptr) return FittedWeights{};

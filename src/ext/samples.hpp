@@ -31,6 +31,8 @@ struct FittedWeights {
 };
 void fitted_store(const core::Calibration& c);
 FittedWeights fitted_load();
+// Changes whenever fitted_load's answer may have (no lock taken).
+uint64 fitted_generation();
 
 // Refits from the samples and stores the result if one is due and no other
 // fit is under way: in a background worker started for it (refit_worker.cpp),

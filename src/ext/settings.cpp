@@ -150,9 +150,20 @@ WeightGuc weight_gucs[] = {
      "Milliseconds per row a statement returns (its columns' output functions and sending).", 0, 0},
 };
 
-void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx) {
-    DefineCustomRealVariable(name, desc, nullptr, var, *var, min, max, ctx, 0, nullptr, nullptr, nullptr);
+void define_real(const char* name, const char* desc, double* var, double min, double max, GucContext ctx,
+                 GucRealAssignHook assign = nullptr) {
+    DefineCustomRealVariable(name, desc, nullptr, var, *var, min, max, ctx, 0, nullptr, assign, nullptr);
 }
+
+// current_cost_model's copy: every priced statement asks for it, and building it from ~30 settings
+// and the fitted weights (a spinlock) each time was ~300 instructions a statement. Marked stale by
+// the assign hook of each setting it is made of, which PostgreSQL also calls when SET LOCAL ends or
+// a rollback restores a value.
+bool model_stale = true;
+core::CostModel model;
+uint64 model_generation = 0;  // fitted_generation() when model was made
+void assign_model_real(double, void*) { model_stale = true; }
+void assign_model_enum(int, void*) { model_stale = true; }
 
 }  // namespace
 
@@ -187,7 +198,8 @@ void define_settings() {
                              "off: the weights set by the administrator; apply: weights refitted from the samples "
                              "(every tenth of the store, at least every 1000 statements) replace them for every "
                              "class the samples show.",
-                             &calibration, calibration, calibration_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+                             &calibration, calibration, calibration_options, PGC_SIGHUP, 0, nullptr, assign_model_enum,
+                             nullptr);
     // Superuser-only and set per role: a throttled client could otherwise feed the fit statements
     // that take far longer than their features say (a pg_sleep beside a search) and raise every
     // other client's estimates with its own.
@@ -203,18 +215,20 @@ void define_settings() {
     define_real("ogc_throttle.capacity", "Bucket capacity (burst) in milliseconds of server time.", &capacity, 0.001, 1e9, PGC_SUSET);
     define_real("ogc_throttle.rate", "Bucket refill in milliseconds of server time per second (1000 = one core).", &rate, 0.01, 1e9, PGC_SUSET);
     define_real("ogc_throttle.cost_max", "Every estimate is clamped to this many milliseconds.", &cost_max, 0.001, 1e12,
-                PGC_SUSET);
+                PGC_SUSET, assign_model_real);
     define_real("ogc_throttle.density", "Rows per square kilometre assumed where nothing better is known.", &density,
-                0, 1e12, PGC_SUSET);
+                0, 1e12, PGC_SUSET, assign_model_real);
     define_real("ogc_throttle.tile_max_rows", "Rows a tile query without LIMIT is assumed to return at most.",
-                &tile_max_rows, 0, 1e12, PGC_SUSET);
+                &tile_max_rows, 0, 1e12, PGC_SUSET, assign_model_real);
 
     const core::CostModel defaults = core::default_cost_model();
     for (WeightGuc& w : weight_gucs) {
         w.fixed = defaults.of(w.cls).fixed;
         w.per_row = defaults.of(w.cls).per_row;
-        if (w.fixed_name != nullptr) define_real(w.fixed_name, w.fixed_desc, &w.fixed, 0, 1e12, PGC_SUSET);
-        if (w.row_name != nullptr) define_real(w.row_name, w.row_desc, &w.per_row, 0, 1e12, PGC_SUSET);
+        if (w.fixed_name != nullptr)
+            define_real(w.fixed_name, w.fixed_desc, &w.fixed, 0, 1e12, PGC_SUSET, assign_model_real);
+        if (w.row_name != nullptr)
+            define_real(w.row_name, w.row_desc, &w.per_row, 0, 1e12, PGC_SUSET, assign_model_real);
     }
 
     DefineCustomEnumVariable("ogc_throttle.mode", "What the pricing hook does with priced statements.",
@@ -253,14 +267,19 @@ std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }
 
 bool calibration_applies() { return calibration == 1; }
 
-core::CostModel current_cost_model() {
-    core::CostModel m = configured_cost_model();
-    if (!calibration_applies()) return m;
+const core::CostModel& current_cost_model() {
+    const bool calibrated = calibration_applies();
+    if (!model_stale && (!calibrated || fitted_generation() == model_generation)) return model;
+    // The generation before the weights: a fit stored in between is taken again next time.
+    model_generation = fitted_generation();
+    model = configured_cost_model();
+    model_stale = false;
+    if (!calibrated) return model;
     const FittedWeights f = fitted_load();
-    if (!f.valid) return m;
+    if (!f.valid) return model;
     for (int c = 0; c < core::kCostClasses; c++)
-        if (f.fitted_class[c]) m.weights[c] = f.weights[c];
-    return m;
+        if (f.fitted_class[c]) model.weights[c] = f.weights[c];
+    return model;
 }
 
 core::CostModel configured_cost_model() {

@@ -49,7 +49,8 @@ inline int cutoff_grace_ms() { return guc::cutoff_grace; }
 inline core::Budget current_budget() { return {guc::capacity, guc::rate}; }
 // The model prices use: the weights set by the administrator, with the
 // fitted ones in their place when ogc_throttle.calibration = apply.
-core::CostModel current_cost_model();
+// Rebuilt only after one of its settings is assigned or a new fit is stored.
+const core::CostModel& current_cost_model();
 // The administrator's weights alone.
 core::CostModel configured_cost_model();
 bool calibration_applies();

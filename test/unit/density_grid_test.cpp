@@ -120,6 +120,35 @@ TEST(DensityGrid, ProbeSizeIsAreaWeightedAndAtLeastTheMean) {
     EXPECT_FALSE(density_probe_size(nullptr, 0, &pw, &ph));
 }
 
+namespace {
+
+// The format-4 blob of a format-5 one: per level, the keys, counts, first children and blocks each in an
+// array of its own, 20 bytes a cell; "reserved" (now has_self_sum) 0.
+std::vector<unsigned char> as_format_four(const std::vector<unsigned char>& g) {
+    grid::View v;
+    EXPECT_TRUE(grid::open(g.data(), g.size(), &v));
+    grid::Header h = v.h;
+    h.version = 4;
+    h.has_self_sum = 0;
+    std::vector<unsigned char> out(sizeof h);
+    std::memcpy(out.data(), &h, sizeof h);
+    auto put = [&out](const void* p, std::size_t n) {
+        out.insert(out.end(), static_cast<const unsigned char*>(p), static_cast<const unsigned char*>(p) + n);
+    };
+    for (std::uint32_t l = 0; l <= h.levels; l++) {
+        for (std::size_t i = 0; i < h.ncells[l]; i++) {
+            const std::uint64_t k = grid::key_of(v, l, i);
+            put(&k, 8);
+        }
+        for (auto field : {&grid::Cell::count, &grid::Cell::first_child, &grid::Cell::blocks})
+            for (std::size_t i = 0; i < h.ncells[l]; i++) {
+                const grid::Cell c = grid::cell_at(v.cells[l], i);
+                put(&(c.*field), 4);
+            }
+    }
+    return out;
+}
+
 // The format-3 blob of a format-4 one: the header up to the self sums, 12 bytes a cell.
 std::vector<unsigned char> as_format_three(const std::vector<unsigned char>& g) {
     const std::size_t v3_header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1) + 4 + 16;  // 176 + 16
@@ -138,33 +167,100 @@ std::vector<unsigned char> as_format_three(const std::vector<unsigned char>& g) 
     return v3;
 }
 
+std::vector<unsigned char> upgraded(const std::vector<unsigned char>& old) {
+    std::vector<unsigned char> out(density_grid_upgraded_bytes(old.data(), old.size()));
+    EXPECT_FALSE(out.empty());
+    EXPECT_TRUE(upgrade_density_grid(old.data(), old.size(), out.data(), out.size()));
+    return out;
+}
+
+// A layer whose densest cells reach below level 16, where a cell's key no longer fits its 32 bits.
+Layer deep_city() {
+    Layer l;
+    std::mt19937 g(5);
+    std::normal_distribution<double> n(0, 0.0005);
+    for (int i = 0; i < 20000; i++) l.x.push_back(10 + n(g)), l.y.push_back(50 + n(g));
+    return l;
+}
+
+}  // namespace
+
+TEST(DensityGrid, FormatFourIsRewrittenByteForByte) {
+    // A format-4 blob (what tables hold from before format 5) upgraded is the format-5 build itself,
+    // keys below level 16 (rebuilt from their parents) included.
+    for (Layer l : {city_and_background(), deep_city()}) {
+        std::vector<std::uint32_t> blocks(l.x.size());
+        for (std::size_t i = 0; i < blocks.size(); i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+        auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.01, 0.01,
+                                    0.02, 0.02, blocks.data());
+        grid::View v;
+        ASSERT_TRUE(grid::open(g.data(), g.size(), &v));
+        EXPECT_GT(v.h.ncells[18], 0u);
+        auto v4 = as_format_four(g);
+        EXPECT_LT(density_rows(v4.data(), v4.size(), 0, 0, 1, 1), 0);  // not read as it is
+        EXPECT_EQ(upgraded(v4), g);
+        // Format 5 itself, or junk, is no older grid.
+        EXPECT_EQ(density_grid_upgraded_bytes(g.data(), g.size()), 0u);
+        EXPECT_EQ(density_grid_upgraded_bytes(v4.data(), v4.size() - 1), 0u);
+    }
+}
+
+TEST(DensityGrid, DeepKeysAreTheirParentsShifted) {
+    Layer l = deep_city();
+    auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90});
+    grid::View v;
+    ASSERT_TRUE(grid::open(g.data(), g.size(), &v));
+    // Every stored cell's key is its position: the cell holds rows whose finest cell it contains.
+    const double side = std::ldexp(1.0, 20);
+    std::set<std::uint64_t> finest;
+    for (std::size_t i = 0; i < l.x.size(); i++) {
+        const auto cx = static_cast<std::uint32_t>((l.x[i] + 180) / 360 * side);
+        const auto cy = static_cast<std::uint32_t>((l.y[i] + 90) / 180 * side);
+        finest.insert(grid::morton(cx, cy));
+    }
+    for (std::uint32_t lv = 17; lv <= v.h.levels; lv++)
+        for (std::size_t i = 0; i < v.h.ncells[lv]; i++) {
+            const std::uint64_t k = grid::key_of(v, lv, i);
+            const int shift = 2 * (20 - static_cast<int>(lv));
+            auto it = finest.lower_bound(k << shift);
+            ASSERT_TRUE(it != finest.end() && (*it >> shift) == k) << "level " << lv << " cell " << i;
+        }
+}
+
 TEST(DensityGrid, ReadsFormatTwoAndThreeBlobs) {
     // Format 3 had no first-child index nor block counts; format 2 also ended before the probe size.
-    // Both still answer (children found by search), the same rows; without blocks, no pages.
+    // Both still answer once upgraded (children found by search), the same rows; without blocks, no pages.
     Layer l = city_and_background();
     auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.02, 0.02, 0.5,
                                 0.5);
     const double rows = density_rows(g.data(), g.size(), 9.9, 49.9, 10.1, 50.1);
-    auto v3 = as_format_three(g);
+    const auto raw3 = as_format_three(as_format_four(g));
+    EXPECT_LT(density_rows(raw3.data(), raw3.size(), 9.9, 49.9, 10.1, 50.1), 0);  // upgraded first
+    auto v3 = upgraded(raw3);
     EXPECT_DOUBLE_EQ(density_rows(v3.data(), v3.size(), 9.9, 49.9, 10.1, 50.1), rows);
     EXPECT_DOUBLE_EQ(density_rows_around(v3.data(), v3.size(), 0.002, 0.003),
                      density_rows_around(g.data(), g.size(), 0.002, 0.003));
+    EXPECT_DOUBLE_EQ(density_rows_around_dense(v3.data(), v3.size(), 0.002, 0.003, 0.9),
+                     density_rows_around_dense(g.data(), g.size(), 0.002, 0.003, 0.9));
     double pages;
     EXPECT_DOUBLE_EQ(density_rows_pages(v3.data(), v3.size(), 9.9, 49.9, 10.1, 50.1, &pages), rows);
     EXPECT_LT(pages, 0);
     const std::size_t v2_header = 4 * 4 + 7 * 8 + 4 * (kDensityMaxLevels + 1) + 4;  // 172, padded to 176
-    std::vector<unsigned char> v2(v3.begin(), v3.begin() + v2_header);
-    v2.insert(v2.end(), v3.begin() + v2_header + 16, v3.end());
+    std::vector<unsigned char> raw2(raw3.begin(), raw3.begin() + v2_header);
+    raw2.insert(raw2.end(), raw3.begin() + v2_header + 16, raw3.end());
     const std::uint32_t two = 2;
-    std::memcpy(&v2[4], &two, 4);
+    std::memcpy(&raw2[4], &two, 4);
+    auto v2 = upgraded(raw2);
     EXPECT_DOUBLE_EQ(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), rows);
     double pw, ph;
     ASSERT_TRUE(density_probe_size(v2.data(), v2.size(), &pw, &ph));
     EXPECT_DOUBLE_EQ(pw, 0.02);
-    // An unknown version is not a grid.
+    // An unknown version is not a grid, nor an older one.
     const std::uint32_t nine = 9;
-    std::memcpy(&v2[4], &nine, 4);
-    EXPECT_LT(density_rows(v2.data(), v2.size(), 9.9, 49.9, 10.1, 50.1), 0);
+    std::memcpy(&raw2[4], &nine, 4);
+    EXPECT_EQ(density_grid_upgraded_bytes(raw2.data(), raw2.size()), 0u);
+    std::memcpy(&g[4], &nine, 4);
+    EXPECT_LT(density_rows(g.data(), g.size(), 9.9, 49.9, 10.1, 50.1), 0);
 }
 
 TEST(DensityGrid, BoxesAreTheSumOfTheirParts) {
