@@ -59,6 +59,7 @@ std::uint64_t key_of(const View& v, std::uint32_t l, std::size_t i) noexcept {
         const std::size_t mid = (a + b) / 2;
         if (cell_at(up, mid).first_child <= i) a = mid + 1; else b = mid;
     }
+    if (a == 0) return lo;  // no parent starts at or before i: not a grid this library wrote
     return (key_of(v, l - 1, a - 1) << 2) | (lo & 3);
 }
 
