@@ -122,6 +122,19 @@ done
 check "1050 statements later a fit was made and applied by itself ($est_auto)" awk -v e="$est_auto" 'BEGIN { exit !(e < 50) }'
 check "... in a background worker of its own" grep -q 'refitted from [0-9]* samples in a background worker' "$DIR/server.log"
 check "... not in a client's backend" bash -c "! grep -q 'refitted from [0-9]* samples in the backend' '$DIR/server.log'"
+# With no worker slot to be had, the backend whose statement made the fit due fits, as before workers.
+q "ALTER SYSTEM SET max_worker_processes = 0" >/dev/null
+pg_stop "$DIR" fast
+pg_start "$DIR" "$PORT" || { not_ok "the server restarts"; tap_exit; }
+q "$(workload 1050)" >/dev/null
+est_inline=$(bad_estimate)
+check "no worker slot (max_worker_processes = 0): the fit is made all the same, at once ($est_inline)" \
+  awk -v e="$est_inline" 'BEGIN { exit !(e < 50) }'
+check "... by the client's backend" grep -q 'refitted from [0-9]* samples in the backend' "$DIR/server.log"
+q "ALTER SYSTEM RESET max_worker_processes" >/dev/null
+pg_stop "$DIR" fast
+pg_start "$DIR" "$PORT" || { not_ok "the server restarts"; tap_exit; }
+q "$(workload 300)" >/dev/null  # a store to fit from again (a restart empties it)
 q "ALTER SYSTEM RESET ogc_throttle.calibration" >/dev/null; q "ALTER SYSTEM RESET log_min_messages" >/dev/null; q "SELECT pg_reload_conf()" >/dev/null
 check_eq "an ordinary role cannot calibrate" "42501" \
   "$(q "CREATE ROLE someone LOGIN" >/dev/null; as_pg psql -X -h "$DIR" -p "$PORT" -U someone -d postgres -At -v VERBOSITY=verbose -c 'SELECT * FROM throttle_calibrate()' 2>&1 | grep -o '42501' | head -1)"
