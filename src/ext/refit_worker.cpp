@@ -13,6 +13,8 @@
 
 #include <cstring>
 
+#include "ext/boundary.hpp"
+
 extern "C" {
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -38,9 +40,10 @@ bool launch_refit_worker() {
 
 }  // namespace ot::ext
 
-// An ERROR here ends the worker (there is no transaction to abort to);
-// refit_claimed() has released its claim on the way out.
+// PostgreSQL calls in here, like a hook: its body runs in guard(). An ERROR
+// ends the worker (there is no transaction to abort to); refit_claimed() has
+// released its claim on the way out.
 void ot_refit_worker_main(Datum) {
     BackgroundWorkerUnblockSignals();
-    ot::ext::refit_claimed("a background worker");
+    ot::ext::guard([] { ot::ext::refit_claimed("a background worker"); });
 }

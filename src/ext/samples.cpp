@@ -40,9 +40,9 @@ struct Ring {
 Ring* ring = nullptr;
 
 // Automatic refits: every tenth of the store, at least every 1000 samples, and
-// at most every 10 seconds: a fit of a full store takes about 0.5 s of one
-// backend (8 resamples), which every 1000 short statements would make a large
-// share of the server's time.
+// at most every 10 seconds: a fit of a full store takes up to about 0.5 s of
+// one process (8 resamples), which every 1000 short statements would make a
+// large share of a core; one in 10 s keeps it under 5 %.
 uint64 refit_every() { return static_cast<uint64>(std::max(1000, setting_max_samples / 10)); }
 constexpr TimestampTz kMinRefitInterval = 10 * USECS_PER_SEC;
 
@@ -187,9 +187,6 @@ void release_fit() {
     SpinLockRelease(&ring->mutex);
 }
 
-}  // namespace
-
-namespace {
 void fit_and_log(const char* where) {
     instr_time start;
     INSTR_TIME_SET_CURRENT(start);
