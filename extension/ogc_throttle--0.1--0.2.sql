@@ -103,6 +103,29 @@ CREATE FUNCTION throttle_features(query text, OUT class text, OUT calls float8, 
 COMMENT ON FUNCTION throttle_features(text) IS
     'The quantities a statement is priced from, per cost class (calls charged the fixed term, rows charged the per-row term; class "unpriced" counts terms at cost_max): price = sum of weight x quantity.';
 
+-- Which spatial columns the hook prices from a grid, and which from PostGIS's statistics alone (which
+-- can see 50 rows where a dense city core holds 17 000: doc/cost-model.md): every geometry and
+-- geography column of this database's tables and materialized views, whether an index serves it, and
+-- its grid's build time and row count next to the table's current estimate (a grid that drifted from it
+-- wants a rebuild).
+CREATE VIEW throttle_density_coverage AS
+SELECT c.oid::regclass AS relation, a.attname AS column_name, t.typname AS column_type,
+       EXISTS (SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+                WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey::int2[])
+                  AND am.amname IN ('gist', 'spgist', 'brin')) AS indexed,
+       c.reltuples::float8 AS rows_estimated, d.built AS grid_built, d.rows_counted AS grid_rows
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  JOIN pg_type t ON t.oid = a.atttypid AND t.typname IN ('geometry', 'geography')
+  LEFT JOIN throttle_density d ON d.relid = c.oid AND d.attnum = a.attnum
+ WHERE c.relkind IN ('r', 'm', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+   AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%';
+COMMENT ON VIEW throttle_density_coverage IS
+    'Geometry and geography columns of this database: indexed, and the density grid the pricing hook reads (grid_built NULL: none; PostGIS''s statistics then, which miss small dense areas; build one with throttle_density_build).';
+REVOKE ALL ON throttle_density_coverage FROM PUBLIC;
+GRANT SELECT ON throttle_density_coverage TO pg_monitor;
+
 ------------------------------------------------------------------------------
 -- density grids in shared memory (ogc_throttle.density_shared_memory).
 ------------------------------------------------------------------------------

@@ -61,7 +61,14 @@ SELECT price($$SELECT c.k, n.cnt FROM fid_small c, LATERAL (SELECT count(*) AS c
          > price($$SELECT count(*) FROM fid_pts t WHERE ST_DWithin(t.geom, ST_SetSRID(ST_MakePoint(10, 50), 4326), 0.001)$$) AS lateral_pays_per_row;
 
 -- Small dense areas: a 30 m geography radius in the city before and after a density grid.
+-- throttle_density_coverage says which columns have none yet.
+SELECT column_name, column_type, indexed, grid_built IS NULL AS no_grid, rows_estimated > 0 AS analyzed
+  FROM throttle_density_coverage WHERE relation = 'fid_pts'::regclass ORDER BY column_name;
 SELECT throttle_density_build('fid_pts', 'geog') > 0 AS built_geog, throttle_density_build('fid_pts', 'geom') > 0 AS built_geom;
+SELECT column_name, grid_built IS NULL AS no_grid, abs(grid_rows / rows_estimated - 1) < 0.05 AS grid_counts_the_table
+  FROM throttle_density_coverage WHERE relation = 'fid_pts'::regclass ORDER BY column_name;
+SELECT has_table_privilege('pg_monitor', 'throttle_density_coverage', 'SELECT') AS monitor_reads,
+       has_table_privilege('public', 'throttle_density_coverage', 'SELECT') AS public_reads;
 SELECT relid::regclass, attnum, rows_counted FROM throttle_density ORDER BY attnum;
 SELECT count(*) AS actual_rows FROM fid_pts WHERE ST_DWithin(geog, ST_MakePoint(10, 50)::geography, 30);
 SELECT scan_rows($$SELECT id FROM fid_pts WHERE ST_DWithin(geog, ST_MakePoint(10, 50)::geography, 30)$$) BETWEEN 2 AND 40 AS grid_rows_near_actual,
