@@ -229,6 +229,9 @@ void on_mvt_geom(Walk* w, List* args) {
     priced_by_box(c, box);
 }
 
+// One pass serves both walks: the calls are recorded, and the facts of the
+// list being walked (w->facts, when the visit wants them) added, in the
+// same pre-order the plan-wide walk read them in.
 bool expr_walker(Node* node, Walk* w) {
     if (node == nullptr || is_leaf(node)) return false;
     if (IsA(node, FuncExpr)) {
@@ -245,24 +248,37 @@ bool expr_walker(Node* node, Walk* w) {
             case GisRole::AsMVTGeom: on_mvt_geom(w, f->args); break;
             default: break;
         }
+        if (w->facts != nullptr) add_function_facts(w->facts, role, f->funcid, f->args);
     } else if (IsA(node, OpExpr)) {
         auto* o = reinterpret_cast<OpExpr*>(node);
         if (o->opfuncid == InvalidOid) set_opfuncid(o);
         const GisRole role = gis_role(o->opfuncid);
         w->saw_postgis |= role != GisRole::None;
         if (role == GisRole::OverlapsGeometry) on_bbox_filter(w, GisRole::OverlapsGeometry, o->args);
+        if (w->facts != nullptr) add_function_facts(w->facts, role, o->opfuncid, o->args);
     } else if (IsA(node, Aggref)) {
-        w->saw_postgis |= gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) != GisRole::None;
-        if (gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid) == GisRole::AsMVT) {
+        const GisRole role = gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid);
+        w->saw_postgis |= role != GisRole::None;
+        if (role == GisRole::AsMVT) {
             w->builds_tiles = true;
             w->asmvt = true;
         }
+        if (w->facts != nullptr) add_aggregate_facts(w->facts, reinterpret_cast<Aggref*>(node), role);
+    } else if (IsA(node, SubPlan)) {
+        if (w->facts != nullptr) add_subplan_facts(w->facts, reinterpret_cast<SubPlan*>(node));
     }
     return expression_tree_walker(node, as_walker(expr_walker), w);
 }
 
 void walk_exprs(Node* n, Walk* w) {
     if (n != nullptr) expr_walker(n, w);
+}
+
+// A node's targetlist or qual: its calls, and its facts into *f.
+void walk_list(List* l, Walk* w, ExprFacts* f) {
+    w->facts = f;
+    walk_exprs(reinterpret_cast<Node*>(l), w);
+    w->facts = nullptr;
 }
 
 void on_limit(Walk* w, Limit* l) {
@@ -291,8 +307,10 @@ void walk_plan(Plan* p, Walk* w) {
     if (p == nullptr) return;
     check_stack_depth();
     w->plan_rows = p->plan_rows;
-    walk_exprs(reinterpret_cast<Node*>(p->targetlist), w);
-    walk_exprs(reinterpret_cast<Node*>(p->qual), w);
+    ExprFacts tf{}, qf{};
+    walk_list(p->targetlist, w, &tf);
+    walk_list(p->qual, w, &qf);
+    keep_node_facts(w, p, tf, qf);
     switch (nodeTag(p)) {
         case T_IndexScan: walk_member(p, &IndexScan::indexqualorig, w); break;
         case T_IndexOnlyScan: walk_member(p, &IndexOnlyScan::indexqual, w); break;

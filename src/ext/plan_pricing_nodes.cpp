@@ -88,8 +88,8 @@ double visit(PlanCtx* c, Plan* p, double loops, double cap, double par) {
     check_stack_depth();
     // A node to initialise and end, once (a bitmap scan's index scan is priced with it).
     c->f.rows[static_cast<int>(core::CostClass::Statement)] += IsA(p, BitmapHeapScan) && p->lefttree ? 2 : 1;
-    const ExprFacts tf = facts_of(reinterpret_cast<Node*>(p->targetlist));
-    const ExprFacts qf = facts_of(reinterpret_cast<Node*>(p->qual));
+    ExprFacts tf, qf;
+    node_facts(c->w, p, &tf, &qf);
     double out = 0;
     double processed = 0;  // rows this node looks at (for correlated subplans in its expressions)
     const double scan_rows_before = c->f.rows[static_cast<int>(core::CostClass::Scan)];

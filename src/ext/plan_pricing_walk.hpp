@@ -3,7 +3,9 @@
 // interface the rest of the extension uses.
 //
 //   plan_pricing_eval.cpp    evaluating arguments before execution
-//   plan_pricing_calls.cpp   recording the priced PostGIS calls (radius, box, tile)
+//   plan_pricing_calls.cpp   recording the priced PostGIS calls (radius, box, tile), in the
+//                            same pass over each node's lists as its facts
+//   plan_pricing_facts.cpp   what a node's expressions compute (ExprFacts), kept for the visit
 //   plan_pricing_search.cpp  scan selectivity: what an index condition searches, rows it meets
 //   plan_pricing_scans.cpp   rows read by each scan node
 //   plan_pricing_nodes.cpp   joins and loops, per-row operators, LIMIT, parallel workers
@@ -44,6 +46,11 @@ struct BoxAnswer {
 };
 constexpr int kWalkMemo = 4;
 
+struct ExprFacts;
+struct NodeFacts;
+// Nodes whose facts the call walk keeps for the visit: plan_node_ids below this.
+constexpr int kMaxKeptNodes = 64;
+
 struct Walk {
     ParamListInfo params;
     List* rtable;
@@ -68,6 +75,10 @@ struct Walk {
         Node* expr;
         GisBox box;
     } expanded[2];
+    ExprFacts* facts;  // where the call walk adds the facts of the list it walks (none: an index condition)
+    NodeFacts* kept;   // by plan_node_id (palloc'd), those of kept_ids
+    int kept_capacity;
+    uint64 kept_ids;
 };
 
 // density_grid_rows, asked once per distinct box of a walk.
@@ -147,7 +158,20 @@ struct ExprFacts {
                      // prices and declared dearer than an operator (procost > 1)
     bool costly;     // one of them is not built in
 };
+
+// ---- plan_pricing_facts.cpp
+// The facts of one function call, aggregate or SubPlan met in a walk (role: gis_role of its function).
+void add_function_facts(ExprFacts* f, GisRole role, Oid fn, List* args);
+void add_aggregate_facts(ExprFacts* f, Aggref* a, GisRole role);
+void add_subplan_facts(ExprFacts* f, SubPlan* sp);
 ExprFacts facts_of(Node* n);
+struct NodeFacts {
+    Plan* plan;
+    ExprFacts tf, qf;  // of its targetlist and its qual
+};
+// The call walk keeps a node's facts; the visit reads them (or walks the lists itself).
+void keep_node_facts(Walk* w, Plan* p, const ExprFacts& tf, const ExprFacts& qf);
+void node_facts(const Walk* w, Plan* p, ExprFacts* tf, ExprFacts* qf);
 
 // A spatial index condition's search of this scan's column.
 struct Search {
