@@ -51,7 +51,10 @@ bool calls_extension_functions(const PlannedStmt* stmt) {
 
 StatementPricing price_planned_statement(PlannedStmt* stmt, ParamListInfo params) {
     if (!calls_extension_functions(stmt)) return {nullptr, 0, {false, core::kNoLimit, {}}, {}};
-    plan::Walk w{params, stmt->rtable, nullptr, nullptr, 0, 0, false, false, core::kNoLimit, nullptr, -1, false, false};
+    // Not value-initialised: its memo arrays and kept facts (some kilobytes) are read only as far
+    // as their counts say.
+    plan::Walk w;
+    plan::start_walk(&w, params, stmt->rtable);
     plan::walk_plan(stmt->planTree, &w);
     ListCell* lc;
     foreach (lc, stmt->subplans) plan::walk_plan(static_cast<Plan*>(lfirst(lc)), &w);

@@ -19,6 +19,22 @@ extern "C" {
 
 namespace ot::ext::plan {
 
+void start_walk(Walk* w, ParamListInfo params, List* rtable) {
+    w->params = params;
+    w->rtable = rtable;
+    w->eval_cxt = nullptr;
+    w->calls = nullptr;
+    w->ncalls = w->capacity = 0;
+    w->builds_tiles = w->asmvt = false;
+    w->limit = core::kNoLimit;
+    w->nestloop_params = nullptr;
+    w->plan_rows = -1;
+    w->saw_postgis = w->saw_costly_function = false;
+    w->ngrid = w->neval = w->nbox = w->nexpanded = 0;
+    w->facts = nullptr;
+    w->kept_ids = 0;
+}
+
 core::PricedCall* add_call(Walk* w, core::CallKind kind, GisRole role) {
     if (w->ncalls == w->capacity) {
         w->capacity = w->capacity == 0 ? 8 : w->capacity * 2;
@@ -307,10 +323,19 @@ void walk_plan(Plan* p, Walk* w) {
     if (p == nullptr) return;
     check_stack_depth();
     w->plan_rows = p->plan_rows;
-    ExprFacts tf{}, qf{};
-    walk_list(p->targetlist, w, &tf);
-    walk_list(p->qual, w, &qf);
-    keep_node_facts(w, p, tf, qf);
+    const int id = p->plan_node_id;
+    if (id >= 0 && id < kKeptNodes) {
+        NodeFacts* k = &w->kept[id];
+        k->plan = p;
+        k->tf = ExprFacts{};
+        k->qf = ExprFacts{};
+        walk_list(p->targetlist, w, &k->tf);
+        walk_list(p->qual, w, &k->qf);
+        w->kept_ids |= uint32{1} << id;
+    } else {
+        walk_list(p->targetlist, w, nullptr);
+        walk_list(p->qual, w, nullptr);
+    }
     switch (nodeTag(p)) {
         case T_IndexScan: walk_member(p, &IndexScan::indexqualorig, w); break;
         case T_IndexOnlyScan: walk_member(p, &IndexOnlyScan::indexqual, w); break;

@@ -101,23 +101,9 @@ ExprFacts facts_of(Node* n) {
     return f;
 }
 
-void keep_node_facts(Walk* w, Plan* p, const ExprFacts& tf, const ExprFacts& qf) {
-    const int id = p->plan_node_id;
-    if (id < 0 || id >= kMaxKeptNodes) return;
-    if (id >= w->kept_capacity) {
-        int cap = w->kept_capacity == 0 ? 8 : w->kept_capacity;
-        while (cap <= id) cap *= 2;
-        const size_t bytes = sizeof(NodeFacts) * cap;
-        w->kept = static_cast<NodeFacts*>(w->kept == nullptr ? palloc(bytes) : repalloc(w->kept, bytes));
-        w->kept_capacity = cap;
-    }
-    w->kept[id] = {p, tf, qf};
-    w->kept_ids |= uint64{1} << id;
-}
-
 void node_facts(const Walk* w, Plan* p, ExprFacts* tf, ExprFacts* qf) {
     const int id = p->plan_node_id;
-    if (id >= 0 && id < kMaxKeptNodes && (w->kept_ids >> id & 1) && w->kept[id].plan == p) {
+    if (id >= 0 && id < kKeptNodes && (w->kept_ids >> id & 1) && w->kept[id].plan == p) {
         *tf = w->kept[id].tf;
         *qf = w->kept[id].qf;
         return;

@@ -46,10 +46,30 @@ struct BoxAnswer {
 };
 constexpr int kWalkMemo = 4;
 
-struct ExprFacts;
-struct NodeFacts;
-// Nodes whose facts the call walk keeps for the visit: plan_node_ids below this.
-constexpr int kMaxKeptNodes = 64;
+// What an expression list computes, for the per-row classes.
+struct ExprFacts {
+    bool geog_pred;
+    bool geom_pred;
+    bool geom_topo;  // ... and one of them places a geometry in another (ST_Intersects, ST_Contains, ST_Within)
+    bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
+    bool box_filter;  // a box operator (&&, ~, @, geometry_overlaps()) evaluated as a filter, row by row
+    int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
+    int mvt_columns;   // columns ST_AsMVT encodes per row, when its row is a ROW(…) of known width
+    bool mvt_row_var;  // ST_AsMVT of a whole row of its input (ST_AsMVT(t.*)): as wide as that row
+    int nsub;
+    int sub[8];      // plan_ids of correlated SubPlans
+    double procost;  // declared cost (pg_proc.procost) of each evaluation, of the functions no other class
+                     // prices and declared dearer than an operator (procost > 1)
+    bool costly;     // one of them is not built in
+};
+// A node's facts, as the call walk gathered them for the visit.
+struct NodeFacts {
+    Plan* plan;
+    ExprFacts tf, qf;  // of its targetlist and its qual
+};
+// Nodes kept, by plan_node_id: OGC services' statements have a handful; a
+// larger plan's further nodes have their lists walked again by the visit.
+constexpr int kKeptNodes = 16;
 
 struct Walk {
     ParamListInfo params;
@@ -76,10 +96,11 @@ struct Walk {
         GisBox box;
     } expanded[2];
     ExprFacts* facts;  // where the call walk adds the facts of the list it walks (none: an index condition)
-    NodeFacts* kept;   // by plan_node_id (palloc'd), those of kept_ids
-    int kept_capacity;
-    uint64 kept_ids;
+    uint32 kept_ids;   // which of kept[] hold a node's facts (the rest is not initialised)
+    NodeFacts kept[kKeptNodes];
 };
+// A walk ready to start (its memo arrays are left uninitialised: counts guard them).
+void start_walk(Walk* w, ParamListInfo params, List* rtable);
 
 // density_grid_rows, asked once per distinct box of a walk.
 double grid_rows(Walk* w, Oid relid, AttrNumber attnum, double xmin, double ymin, double xmax, double ymax);
@@ -142,22 +163,6 @@ struct PlanCtx {
     double rows_by[core::kRowsSources];  // scan rows read, by where the number came from
 };
 
-// What an expression list computes, for the per-row classes.
-struct ExprFacts {
-    bool geog_pred;
-    bool geom_pred;
-    bool geom_topo;  // ... and one of them places a geometry in another (ST_Intersects, ST_Contains, ST_Within)
-    bool join_pred;  // a geometry test against another row's geometry (a join's, or an outer row's)
-    bool box_filter;  // a box operator (&&, ~, @, geometry_overlaps()) evaluated as a filter, row by row
-    int encode;  // encoding functions per row (ST_AsMVTGeom(ST_Transform(g)) is two: a reprojection, a clip)
-    int mvt_columns;   // columns ST_AsMVT encodes per row, when its row is a ROW(…) of known width
-    bool mvt_row_var;  // ST_AsMVT of a whole row of its input (ST_AsMVT(t.*)): as wide as that row
-    int nsub;
-    int sub[8];      // plan_ids of correlated SubPlans
-    double procost;  // declared cost (pg_proc.procost) of each evaluation, of the functions no other class
-                     // prices and declared dearer than an operator (procost > 1)
-    bool costly;     // one of them is not built in
-};
 
 // ---- plan_pricing_facts.cpp
 // The facts of one function call, aggregate or SubPlan met in a walk (role: gis_role of its function).
@@ -165,12 +170,7 @@ void add_function_facts(ExprFacts* f, GisRole role, Oid fn, List* args);
 void add_aggregate_facts(ExprFacts* f, Aggref* a, GisRole role);
 void add_subplan_facts(ExprFacts* f, SubPlan* sp);
 ExprFacts facts_of(Node* n);
-struct NodeFacts {
-    Plan* plan;
-    ExprFacts tf, qf;  // of its targetlist and its qual
-};
-// The call walk keeps a node's facts; the visit reads them (or walks the lists itself).
-void keep_node_facts(Walk* w, Plan* p, const ExprFacts& tf, const ExprFacts& qf);
+// The facts the call walk kept for p, else p's lists walked now.
 void node_facts(const Walk* w, Plan* p, ExprFacts* tf, ExprFacts* qf);
 
 // A spatial index condition's search of this scan's column.
