@@ -248,8 +248,24 @@ void on_mvt_geom(Walk* w, List* args) {
 // One pass serves both walks: the calls are recorded, and the facts of the
 // list being walked (w->facts, when the visit wants them) added, in the
 // same pre-order the plan-wide walk read them in.
+bool expr_walker(Node* node, Walk* w);
+
+// A list of expressions, in order: what expression_tree_walker does with a
+// List, without the detour through it (a call and a stack check per list).
+void walk_each(List* l, Walk* w) {
+    ListCell* lc;
+    foreach (lc, l) expr_walker(static_cast<Node*>(lfirst(lc)), w);
+}
+
 bool expr_walker(Node* node, Walk* w) {
     if (node == nullptr || is_leaf(node)) return false;
+    // The lists, entries and calls most of a plan's expressions are made of are descended here, in
+    // expression_tree_walker's order; everything else through it.
+    if (IsA(node, List)) {
+        walk_each(reinterpret_cast<List*>(node), w);
+        return false;
+    }
+    if (IsA(node, TargetEntry)) return expr_walker(reinterpret_cast<Node*>(reinterpret_cast<TargetEntry*>(node)->expr), w);
     if (IsA(node, FuncExpr)) {
         auto* f = reinterpret_cast<FuncExpr*>(node);
         GisRole role = gis_role(f->funcid);
@@ -265,6 +281,9 @@ bool expr_walker(Node* node, Walk* w) {
             default: break;
         }
         if (w->facts != nullptr) add_function_facts(w->facts, role, f->funcid, f->args);
+        check_stack_depth();
+        walk_each(f->args, w);
+        return false;
     } else if (IsA(node, OpExpr)) {
         auto* o = reinterpret_cast<OpExpr*>(node);
         if (o->opfuncid == InvalidOid) set_opfuncid(o);
@@ -272,6 +291,13 @@ bool expr_walker(Node* node, Walk* w) {
         w->saw_postgis |= role != GisRole::None;
         if (role == GisRole::OverlapsGeometry) on_bbox_filter(w, GisRole::OverlapsGeometry, o->args);
         if (w->facts != nullptr) add_function_facts(w->facts, role, o->opfuncid, o->args);
+        check_stack_depth();
+        walk_each(o->args, w);
+        return false;
+    } else if (IsA(node, BoolExpr)) {
+        check_stack_depth();
+        walk_each(reinterpret_cast<BoolExpr*>(node)->args, w);
+        return false;
     } else if (IsA(node, Aggref)) {
         const GisRole role = gis_role(reinterpret_cast<Aggref*>(node)->aggfnoid);
         w->saw_postgis |= role != GisRole::None;
