@@ -27,7 +27,7 @@ double cost_of(const CostModel& m, Term t) noexcept {
 // Rows or fail: a problem with the input prices the call at cost_max.
 Term term_of(CostClass c, const Estimate& e) noexcept { return e.problem ? Term{c, 0, true} : Term{c, e.rows, false}; }
 
-Term price_one(const CostModel& m, const PricedCall& c, StatementFacts f, double filter_rows) noexcept {
+Term price_one(const CostModel& m, const PricedCall& c, const StatementFacts& f, double filter_rows) noexcept {
     const CostClass cls = c.kind == CallKind::Radius ? CostClass::Radius
                           : c.kind == CallKind::Bbox ? CostClass::Bbox
                           : c.kind == CallKind::Tile ? CostClass::Tile
@@ -93,7 +93,7 @@ void add_features(PlanFeatures& into, const PlanFeatures& f) noexcept {
     into.unpriced += f.unpriced;
 }
 
-StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts) {
+StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, const StatementFacts& facts) {
     StatementPrice out{0.0, false, 0, facts.plan};
     // In a tile statement, the largest statistics estimate among its box
     // filters prices its tile terms.

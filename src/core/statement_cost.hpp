@@ -93,7 +93,7 @@ struct StatementPrice {
     PlanFeatures features;  // total == min(cost_max, price_of(m, features))
 };
 
-StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, StatementFacts facts);
+StatementPrice price_statement(const CostModel& m, PricedCall* calls, std::size_t n, const StatementFacts& facts);
 
 bool same_box(const Box& a, const Box& b) noexcept;
 
