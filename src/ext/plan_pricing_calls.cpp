@@ -132,8 +132,11 @@ bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
 // scan — made by PostGIS's own selectivity function — is already in the plan,
 // for free. A generic plan estimated a parameter blindly: then ask PostGIS for
 // this execution's value (about 100 µs), once per distinct box per statement.
+// The searched geometry is search_side's value, else search_geometry grown by
+// expand_by when that is not negative (made only if PostGIS is asked), else
+// search_geometry.
 double rows_met(Walk* w, Node* column, Node* search, const Side* search_side, Datum search_geometry,
-                const core::Box& box, core::RowsSource* source) {
+                double expand_by, const core::Box& box, core::RowsSource* source) {
     Oid relid;
     AttrNumber attnum;
     if (!base_column(w, column, &relid, &attnum)) return -1;
@@ -151,6 +154,8 @@ double rows_met(Walk* w, Node* column, Node* search, const Side* search_side, Da
     const double before = rows_asked_before(w, box, w->ncalls - 1);
     if (before >= 0) return before;
     if (search_side != nullptr) search_geometry = value_of(w, *search_side);
+    if (search_geometry != 0 && expand_by >= 0 && !expand_geometry(search_geometry, expand_by, &search_geometry))
+        return -1;
     return search_geometry != 0 ? estimated_rows(relid, attnum, search_geometry) : -1;
 }
 
@@ -182,10 +187,11 @@ void on_dwithin(Walk* w, GisRole role, List* args) {
         // the generic plan could not see, needs PostGIS asked directly.
         Node* column = static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args));
         const bool blind = param_walker(reinterpret_cast<Node*>(args), nullptr);
-        Datum expanded, centre;
-        if (blind && role == GisRole::DWithinGeometry && (centre = value_of(w, point)) != 0 &&
-            expand_geometry(centre, r, &expanded))
-            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), nullptr, expanded, c->box, &c->rows_source);
+        // The centre grown by r is made only if PostGIS is asked (no grid): it has a box, so PostGIS's
+        // helpers are there and ST_Expand of it succeeds.
+        Datum centre;
+        if (blind && role == GisRole::DWithinGeometry && (centre = value_of(w, point)) != 0)
+            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), nullptr, centre, r, c->box, &c->rows_source);
     }
 }
 
@@ -204,7 +210,7 @@ void on_bbox_filter(Walk* w, GisRole role, List* args) {
         return;
     }
     if (!priced_by_box(c, s.box)) return;
-    c->rows = rows_met(w, ca ? a : b, ca ? b : a, &s, 0, c->box, &c->rows_source);
+    c->rows = rows_met(w, ca ? a : b, ca ? b : a, &s, 0, -1, c->box, &c->rows_source);
 }
 
 void on_make_envelope(Walk* w, Node* call) {
