@@ -55,6 +55,10 @@ test/unit/run_unit: $(UNIT_SRCS) $(CORE_OBJS)
 .PHONY: unit
 unit: test/unit/run_unit
 
+# bench/hook's density-grid descent, from the root and from the jump index (not built by `all`).
+bench/hook/grid_descent: bench/hook/grid_descent.cpp $(CORE_OBJS)
+	$(CXX) $(CORE_CXXFLAGS) -o $@ $< $(CORE_OBJS)
+
 # bench/fidelity's offline check of the self-calibration's fit (not built by `all`).
 bench/fidelity/fitcheck: bench/fidelity/fitcheck.cpp $(CORE_OBJS)
 	$(CXX) $(CORE_CXXFLAGS) -o $@ $< $(CORE_OBJS)

@@ -69,6 +69,58 @@ void descend(const View& v, Query& q, std::uint32_t l, std::size_t i, std::uint3
     }
 }
 
+// The descent from the root, started at level S instead: the stored cells of
+// the positions the box spans there (or the leaves above that cover them), in
+// Morton order, which is the order the root's descent reaches them in (a leaf
+// covering several positions once). The root's descent follows S dependent
+// loads down to them, each a miss when the grid has gone cold in shared memory
+// since the last statement: this is one load per position, all independent.
+// S is at most three levels above the target: the box spans at most 64 target
+// cells, so it cannot hold a whole cell of a coarser level, which the root's
+// descent would have added at once (its distinct blocks are fewer than its
+// children's summed). The same cells are added in the same order: the same
+// rows and pages to the bit. False (nothing added) past 64 positions.
+bool descend_from_jump(const View& v, Query& q) noexcept {
+    const std::uint32_t S = std::min(v.jump_levels, q.target >= 3 ? q.target - 3 : 0);
+    const double side = std::ldexp(1.0, static_cast<int>(S));
+    const auto at = [&](double t) {
+        return static_cast<std::uint32_t>(std::clamp(std::floor(t * side), 0.0, side - 1));
+    };
+    const std::uint32_t x0 = at(q.x0), x1 = at(q.x1), y0 = at(q.y0), y1 = at(q.y1);
+    if (static_cast<std::uint64_t>(x1 - x0 + 1) * (y1 - y0 + 1) > 64) return false;
+    struct Start {
+        std::uint64_t key;
+        std::uint32_t entry, cx, cy;
+    } starts[64];
+    int n = 0;
+    const std::uint32_t* row = v.jump + grid::jump_offset(S);
+    for (std::uint32_t cy = y0; cy <= y1; cy++)
+        for (std::uint32_t cx = x0; cx <= x1; cx++) {
+            const std::uint32_t e = row[(static_cast<std::size_t>(cy) << S) + cx];
+            if (e == grid::kJumpNone) continue;
+            const Start st{grid::morton(cx, cy), e, cx, cy};
+            int j = n++;
+            for (; j > 0 && starts[j - 1].key > st.key; j--) starts[j] = starts[j - 1];
+            starts[j] = st;
+        }
+    for (int k = 0; k < n; k++) {
+        const std::uint32_t e = starts[k].entry;
+        if (k > 0 && starts[k - 1].entry == e) continue;  // the same leaf above S
+        const std::uint32_t l = e >> 24, up = S - l;
+        descend(v, q, l, e & 0xffffffu, starts[k].cx >> up, starts[k].cy >> up, std::ldexp(1.0, -static_cast<int>(l)));
+    }
+    return true;
+}
+
+// Cell i of level l has cells below it (else it is a leaf: rows uniform inside).
+bool has_children(const View& v, std::uint32_t l, std::size_t i) noexcept {
+    if (l >= v.h.levels) return false;
+    const std::size_t next = v.h.ncells[l + 1];
+    const std::size_t c0 = grid::cell_at(v.cells[l], i).first_child;
+    const std::size_t c1 = i + 1 < v.h.ncells[l] ? grid::cell_at(v.cells[l], i + 1).first_child : next;
+    return c0 < std::min(c1, next);
+}
+
 // Cells of level c the box [x0, x1] × [y0, y1] (extent units) spans.
 double spanned(double x0, double y0, double x1, double y1, std::uint32_t c) noexcept {
     const double s = std::ldexp(1.0, static_cast<int>(c));
@@ -97,7 +149,7 @@ double query_box(const View& v, double xmin, double ymin, double xmax, double ym
     while (l > 0 && spanned(q.x0, q.y0, q.x1, q.y1, l) > 64) l--;
     while (l < h.levels && spanned(q.x0, q.y0, q.x1, q.y1, l + 1) <= 64) l++;
     q.target = l;
-    descend(v, q, 0, 0, 0, 0, 1.0);
+    if (v.jump == nullptr || !descend_from_jump(v, q)) descend(v, q, 0, 0, 0, 0, 1.0);
     // Cells of the edge share blocks the sum counts twice: never more than the rows at random over
     // all the layer's blocks (the root cell's) would touch.
     if (pages != nullptr && q.pages)
@@ -124,6 +176,37 @@ double density_rows_pages(const unsigned char* blob, std::size_t len, double xmi
 
 double density_rows_pages(const View& v, double xmin, double ymin, double xmax, double ymax, double* pages) noexcept {
     return query_box(v, xmin, ymin, xmax, ymax, pages);
+}
+
+std::size_t density_jump_entries(const grid::View& v) noexcept {
+    return grid::jump_offset(std::min(v.h.levels, grid::kJumpMaxLevels) + 1);
+}
+
+bool density_jump_fill(const grid::View& v, std::uint32_t* out) noexcept {
+    const std::uint32_t J = std::min(v.h.levels, grid::kJumpMaxLevels);
+    for (std::uint32_t l = 0; l <= J; l++)
+        if (v.h.ncells[l] > (std::size_t{1} << (2 * l))) return false;  // not a grid this library wrote
+    std::fill(out, out + density_jump_entries(v), grid::kJumpNone);
+    for (std::uint32_t l = 0; l <= J; l++) {
+        std::uint32_t* row = out + grid::jump_offset(l);
+        if (l > 0) {
+            // Below a leaf: that leaf. Below a cell with children: none until a stored child says otherwise.
+            const std::uint32_t* up = out + grid::jump_offset(l - 1);
+            for (std::uint32_t cy = 0; cy < (1u << l); cy++)
+                for (std::uint32_t cx = 0; cx < (1u << l); cx++) {
+                    const std::uint32_t p = up[(static_cast<std::size_t>(cy >> 1) << (l - 1)) + (cx >> 1)];
+                    if (p != grid::kJumpNone && !has_children(v, p >> 24, p & 0xffffffu))
+                        row[(static_cast<std::size_t>(cy) << l) + cx] = p;
+                }
+        }
+        for (std::uint32_t i = 0; i < v.h.ncells[l]; i++) {
+            const std::uint64_t key = grid::key_of(v, l, i);
+            const std::uint32_t cx = grid::compact(key), cy = grid::compact(key >> 1);
+            if (cx >= (1u << l) || cy >= (1u << l)) return false;
+            row[(static_cast<std::size_t>(cy) << l) + cx] = (l << 24) | i;
+        }
+    }
+    return true;
 }
 
 double pages_of_rows(double k, double r, double B) noexcept {

@@ -83,6 +83,14 @@ struct View;  // density_grid_format.hpp
 double density_rows_pages(const grid::View& v, double xmin, double ymin, double xmax, double ymax,
                           double* pages) noexcept;
 
+// A direct index into a grid's top levels, kept beside an opened View by a
+// caller that asks it box after box (View::jump): a box query then starts at
+// the cells it spans on the deepest indexed level, not at the root. Entries
+// it takes (at most 21 845, 4 bytes each), and filling them: false when the
+// View is not a grid this library wrote (then leave View::jump null).
+std::size_t density_jump_entries(const grid::View& v) noexcept;
+bool density_jump_fill(const grid::View& v, std::uint32_t* out) noexcept;
+
 // Heap blocks that k of r rows lying on B blocks are on, read in no
 // particular order: B·(1 − (1 − k/r)^(r/B)) (each row a block of its own at
 // first, all B once every row is read); beyond r, B·k/r.

@@ -39,6 +39,8 @@ bool open(const unsigned char* blob, std::size_t len, View* v) noexcept {
     if (v->h.magic != kMagic || v->h.version != kVersion) return false;
     if (v->h.levels > static_cast<std::uint32_t>(kDensityMaxLevels)) return false;
     if (!(v->h.xmax > v->h.xmin) || !(v->h.ymax > v->h.ymin)) return false;
+    v->jump = nullptr;
+    v->jump_levels = 0;
     std::size_t off = sizeof(Header);
     for (std::uint32_t l = 0; l <= v->h.levels; l++) {
         const std::size_t n = v->h.ncells[l];

@@ -64,7 +64,19 @@ static_assert(sizeof(Cell) == 16, "four cells a cache line");
 struct View {
     Header h;
     const unsigned char* cells[kDensityMaxLevels + 1];
+    // Optional (null when absent): the direct index of levels 0..jump_levels
+    // (density_jump_fill), where a box query starts instead of the root.
+    const std::uint32_t* jump;
+    std::uint32_t jump_levels;
 };
+
+// A jump entry: the stored cell at that position ((level << 24) | index), the
+// leaf above it that covers it (the same, with that leaf's level), or none
+// (no rows there).
+constexpr std::uint32_t kJumpNone = 0xffffffffu;
+constexpr std::uint32_t kJumpMaxLevels = 7;  // 21 845 entries, 85 kB
+// Entries of levels 0..l-1 before level l's row-major 2^l × 2^l.
+constexpr std::size_t jump_offset(std::uint32_t l) noexcept { return ((std::size_t{1} << (2 * l)) - 1) / 3; }
 
 // A format-5 blob's header checked and its levels located (false for
 // anything else, older formats included).

@@ -8,6 +8,7 @@
 // row it was read from.
 #include "ext/density_grid.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/density_grid.hpp"
@@ -286,9 +287,21 @@ const core::grid::View* grid_view(Oid relid, AttrNumber attnum) {
         const unsigned char* data = e->where == Where::Local ? reinterpret_cast<const unsigned char*>(VARDATA(e->blob))
                                                              : e->shared.data;
         const size_t len = e->where == Where::Local ? VARSIZE(e->blob) - VARHDRSZ : e->shared.len;
-        if (e->view == nullptr)
-            e->view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(core::grid::View)));
-        e->view_state = core::grid::open(data, len, e->view) ? Entry::kOpen : Entry::kNotAGrid;
+        core::grid::View v;
+        e->view_state = core::grid::open(data, len, &v) ? Entry::kOpen : Entry::kNotAGrid;
+        if (e->view_state == Entry::kOpen) {
+            // The View and, after it, the direct index of the grid's top levels (up to 85 kB), sized for this
+            // grid: a box query starts from the index instead of following the levels down from the root.
+            const size_t jump = core::density_jump_entries(v) * sizeof(std::uint32_t);
+            if (e->view != nullptr) pfree(e->view);
+            e->view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(v) + jump));
+            *e->view = v;
+            auto* table = reinterpret_cast<std::uint32_t*>(e->view + 1);
+            if (core::density_jump_fill(v, table)) {
+                e->view->jump = table;
+                e->view->jump_levels = std::min(v.h.levels, core::grid::kJumpMaxLevels);
+            }
+        }
     }
     return e->view_state == Entry::kOpen ? e->view : nullptr;
 }

@@ -381,3 +381,65 @@ TEST(DensityGrid, OpenedOnceAnswersAsTheBlob) {
     grid::View v;
     EXPECT_FALSE(grid::open(junk, sizeof junk, &v));
 }
+
+// A query started from the direct index of the top levels (View::jump) gives the rows and pages the
+// descent from the root gives, to the bit, for boxes of every size and place: inside a dense city (the target
+// level below the index), across its edge, over the whole extent (target above it), points, boxes
+// outside or straddling the extent's edge, and a grid of fewer levels than the index holds.
+TEST(DensityGrid, JumpIndexAnswersAsTheRoot) {
+    Layer l = city_and_background();
+    const std::size_t n = l.x.size();
+    std::vector<std::uint32_t> blocks(n);
+    for (std::size_t i = 0; i < n; i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+    const auto deep = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0.001, 0.001, 0, 0,
+                                         blocks.data());
+    const auto shallow = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 4, 32);
+    std::mt19937 r(5);
+    std::uniform_real_distribution<double> u(-1, 1), lg(-4, 2.5);
+    for (const auto* g : {&deep, &shallow}) {
+        grid::View root, jump;
+        ASSERT_TRUE(grid::open(g->data(), g->size(), &root));
+        ASSERT_TRUE(grid::open(g->data(), g->size(), &jump));
+        std::vector<std::uint32_t> table(density_jump_entries(jump), 0);
+        ASSERT_EQ(table.size(), grid::jump_offset(std::min(jump.h.levels, grid::kJumpMaxLevels) + 1));
+        ASSERT_TRUE(density_jump_fill(jump, table.data()));
+        jump.jump = table.data();
+        jump.jump_levels = std::min(jump.h.levels, grid::kJumpMaxLevels);
+        int started_below_root = 0;
+        for (int k = 0; k < 3000; k++) {
+            const bool city = k % 3 != 0;
+            const double cx = city ? 10 + u(r) * 0.05 : u(r) * 185, cy = city ? 50 + u(r) * 0.05 : u(r) * 95;
+            const double w = k % 17 == 0 ? 0 : std::pow(10.0, lg(r)), h = k % 5 == 0 ? w : w * (1.5 + u(r));
+            double p1 = 7, p2 = 7;
+            const double a = density_rows_pages(root, cx - w, cy - h, cx + w, cy + h, &p1);
+            const double b = density_rows_pages(jump, cx - w, cy - h, cx + w, cy + h, &p2);
+            EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << k << ": " << a << " against " << b;
+            EXPECT_EQ(std::memcmp(&p1, &p2, sizeof p1), 0) << k << ": " << p1 << " against " << p2;
+            started_below_root += w < 0.01;
+        }
+        EXPECT_GT(started_below_root, 100);
+    }
+    // Every stored cell of the indexed levels is where its key says, and a position no cell holds is
+    // either none (no rows) or a leaf above it.
+    grid::View v;
+    ASSERT_TRUE(grid::open(deep.data(), deep.size(), &v));
+    std::vector<std::uint32_t> table(density_jump_entries(v));
+    ASSERT_TRUE(density_jump_fill(v, table.data()));
+    for (std::uint32_t lv = 0; lv <= grid::kJumpMaxLevels; lv++)
+        for (std::uint32_t i = 0; i < v.h.ncells[lv]; i++) {
+            const std::uint64_t key = grid::key_of(v, lv, i);
+            const std::uint32_t cx = grid::compact(key), cy = grid::compact(key >> 1);
+            EXPECT_EQ(table[grid::jump_offset(lv) + (static_cast<std::size_t>(cy) << lv) + cx], (lv << 24) | i);
+        }
+    // A blob whose level holds more cells than the level has places is not indexed.
+    std::vector<unsigned char> bad = deep;
+    grid::Header h;
+    std::memcpy(&h, bad.data(), sizeof h);
+    h.ncells[1] = 5;
+    std::memcpy(bad.data(), &h, sizeof h);
+    grid::View b;
+    if (grid::open(bad.data(), bad.size(), &b)) {
+        std::vector<std::uint32_t> t(density_jump_entries(b));
+        EXPECT_FALSE(density_jump_fill(b, t.data()));
+    }
+}
