@@ -146,8 +146,25 @@ SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'
 SELECT identity FROM throttle_peek();
 \c - postgres
 -- Per-identity statistics of the hook (statements counted since the stats reset above).
+-- A session's admitted statements reach them in batches, the last when it
+-- exits: psql's \c closes the old session without waiting for it.
+DO $$BEGIN
+  FOR i IN 1..3000 LOOP
+    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE usename IN ('regress_ot_tiles', 'regress_ot_pool'));
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END$$;
 SELECT identity, statements, refused, delayed, cost_charged > 0 AS charged
   FROM throttle_identity_stats ORDER BY identity;
+-- A session reading them sees its own statements (its batch is written
+-- first), and a reset forgets the ones it made before it.
+SET ogc_throttle.mode = 'reject';
+SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.01);
+SELECT throttle_stats_reset();
+SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.01);
+SELECT count(*) FROM hook_pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(5.5 50.5)'::geometry, 0.02);
+SELECT identity, statements, refused, cost_charged > 0 AS charged FROM throttle_identity_stats WHERE identity = 'postgres';
+RESET ogc_throttle.mode;
 SELECT identity, tokens < capacity - 0.01 AS charged FROM throttle_buckets WHERE identity IN ('regress_ot_tiles', 'end-user-1', 'someone-else') ORDER BY 1;
 ALTER ROLE regress_ot_tiles RESET ALL;
 REVOKE ALL ON hook_pts FROM regress_ot_tiles;

@@ -91,7 +91,8 @@ struct Admitted {
 
 // Reject: spend or refuse. Delay: reserve, wait for the turn, or refuse when
 // the wait would be too long. p is null for a further pass of a cursor.
-// Statistics count priced statements, and every refusal or wait.
+// Statistics count priced statements, and every refusal or wait; a refusal
+// or a wait is written at once, an admission with the settlements' batch.
 OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double cost, const StatementPricing* p) {
     static const StatementPricing no_calls = {nullptr, 0, {false, core::kNoLimit}, {0.0, false, 0}};
     const bool priced = p != nullptr && p->ncalls > 0;
@@ -102,9 +103,11 @@ OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double c
     const double owed = take_owed(id, b);
     if (mode == Mode::Reject) {
         const core::SpendResult r = bucket_spend(id, cost, b, owed);
-        const bool refused = r.outcome != core::SpendOutcome::Allowed;
-        if (priced || refused) record_statement(id, {refused ? 0.0 : cost, refused, 0});
-        if (refused) refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, false, cost);
+        if (unlikely(r.outcome != core::SpendOutcome::Allowed)) {
+            record_statement(id, {0.0, true, 0});
+            refuse(id, p ? *p : no_calls, b, r.outcome, r.retry_after_s, false, cost);
+        }
+        if (priced) count_admitted(id, cost, identity_serial(id));
         return {cost, r.remaining};
     }
     const core::ReserveResult r = bucket_reserve(id, cost, b, max_delay_us(), owed);
@@ -116,7 +119,10 @@ OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double c
         wait_for_turn(id, cost, b, r.wait_ns / 1000);
         count_hook_event(HookEvent::Delayed, r.wait_ns / 1000);
     }
-    if (priced || r.wait_ns > 0) record_statement(id, {cost, false, r.wait_ns / 1000});
+    if (r.wait_ns > 0)
+        record_statement(id, {cost, false, r.wait_ns / 1000});
+    else if (priced)
+        count_admitted(id, cost, identity_serial(id));
     return {cost, 0.0};
 }
 
@@ -156,8 +162,10 @@ void price_and_charge(QueryDesc* qd) {
         if (p.ncalls > 0) {
             const BucketView v = bucket_peek(id, b);
             const bool would_refuse = cost > b.capacity || cost > v.tokens;
-            record_statement(id, {0.0, would_refuse, 0});
-            if (would_refuse) {
+            if (!would_refuse) {
+                count_admitted(id, 0.0, identity_serial(id));
+            } else {
+                record_statement(id, {0.0, true, 0});
                 count_hook_event(HookEvent::ShadowRefusal);
                 ereport(LOG,
                         (errmsg("ogc_throttle: would refuse a statement of identity \"%s\" (shadow mode)", id.bytes),

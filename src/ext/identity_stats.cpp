@@ -87,12 +87,13 @@ void record_statement(const IdentityKey& id, const StatementRecord& r) {
     LWLockRelease(lock);
 }
 
-void record_true_up(const IdentityKey& id, double charge_delta, double measured_ms) {
-    if (!enabled() || (charge_delta == 0 && measured_ms == 0)) return;
+void record_batch(const IdentityKey& id, int64 statements, double charge_delta, double measured_ms) {
+    if (!enabled() || (statements == 0 && charge_delta == 0 && measured_ms == 0)) return;
     const TimestampTz now = GetCurrentTimestamp();
     LWLock* lock;
     auto* e = static_cast<StatsEntry*>(find_or_create(table, id, get_hash_value(table.htab, &id), &lock, now));
     SpinLockAcquire(&e->mutex);
+    e->statements += statements;
     e->cost += charge_delta;
     e->measured_ms += measured_ms;
     e->last = now;

@@ -17,8 +17,10 @@ struct StatementRecord {
     int64 delay_us;    // > 0: waited this long
 };
 void record_statement(const IdentityKey& id, const StatementRecord& r);
-// Measured time of a statement and what it changed in the charge (+ charged, - refunded).
-void record_true_up(const IdentityKey& id, double charge_delta, double measured_ms);
+// A backend's batch (settlement.cpp): statements admitted, what they changed
+// in the charge (their costs, + charged and - refunded on measured time) and
+// their measured time.
+void record_batch(const IdentityKey& id, int64 statements, double charge_delta, double measured_ms);
 
 struct IdentityStatsRow {
     IdentityKey identity;

@@ -37,15 +37,31 @@ bool metered_here() {
            true_up_enabled() && !IsParallelWorker() && shared_memory_ready();
 }
 
+// What the settlement after planning needs: one object, kept in memory
+// across the planner's setjmp (a register copy could be lost to its longjmp).
+struct Planning {
+    IdentityKey id;
+    std::uint64_t serial;  // identity_serial() of the key id was copied from
+    core::Budget b;
+    Mode mode;
+    instr_time start;
+    double metered_before;
+};
+
 PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListInfo params) {
     if (!metered_here()) return call_planner(parse, query, options, params);
-    const IdentityKey id = own_identity();
-    const core::Budget b = usable_budget();
-    const Mode mode = current_mode();
-    admit_further_pass(id, b, mode);  // refused while in debt
-    instr_time start;
-    INSTR_TIME_SET_CURRENT(start);
-    const double metered_before = measured_so_far_ms();
+    const IdentityKey& own = own_identity();
+    Planning pl;
+    pl.serial = identity_serial(own);
+    pl.id = own;
+    pl.b = usable_budget();
+    pl.mode = current_mode();
+    // Refused while in debt. The debt board proves most buckets out of debt
+    // without a call or a visit to the bucket, as for an unpriced statement.
+    if (pl.mode != Mode::Reject || bucket_quick_admit_inline(own, pl.b, pl.serial) < 0)
+        admit_further_pass(pl.id, pl.b, pl.mode);
+    INSTR_TIME_SET_CURRENT(pl.start);
+    pl.metered_before = measured_so_far_ms();
     PlannedStmt* out = nullptr;
     planning_depth++;
     PG_TRY();
@@ -56,12 +72,12 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
         // Queries the planner runs (a function folded at plan time) are
         // statements of their own, admitted, cut off at their deadline and
         // charged: what they measured is not planning's to charge again.
-        const double wall = elapsed_ms(start);
-        const double ms = std::max(0.0, wall - (measured_so_far_ms() - metered_before));
-        count_measured(ms);
+        const double wall = elapsed_ms(pl.start);
+        const double ms = std::max(0.0, wall - (measured_so_far_ms() - pl.metered_before));
         planning_ms_total += wall;
-        const double charged = mode != Mode::Log ? ms : 0.0;
-        settle(id, b, charged, charged, ms);
+        // Counted and settled with the executor passes' batch: a write of the
+        // shared measured-time counter per planning was most of a settle's cost.
+        settle_measured(pl.id, pl.b, pl.mode != Mode::Log ? ms : 0.0, ms, pl.serial);
     }
     PG_END_TRY();
     return out;

@@ -39,9 +39,9 @@ void flush_stats() {
     pending.fast_serial = Pending::kNoFast;
     if (pending.counted_ms > 0) publish_measured(pending.counted_ms);
     pending.counted_ms = 0;
-    record_true_up(pending.id, pending.stats_charge, pending.stats_measured);
+    record_batch(pending.id, pending.stats_admitted, pending.stats_charge, pending.stats_measured);
     pending.stats_charge = pending.stats_measured = 0;
-    pending.stats_statements = 0;
+    pending.stats_statements = pending.stats_admitted = 0;
 }
 
 void flush_at_exit(int, Datum) {
@@ -103,6 +103,18 @@ OT_HOT void settle(const IdentityKey& id, core::Budget b, double owed, double ch
     add_owed(b, owed);
     add_stats(charge, measured);
     if (pending.any && pending.stats_any && pending.serial != 0) pending.fast_serial = pending.serial;
+}
+
+OT_HOT void count_admitted(const IdentityKey& id, double cost, std::uint64_t serial) {
+    if (unlikely(serial == 0 || serial != pending.serial || !pending.has_id)) adopt(id, serial);
+    pending.stats_any = true;
+    pending.stats_charge += cost;
+    if (++pending.stats_admitted >= kStatsFlushStatements) flush_stats();
+    if (pending.any && pending.stats_any && pending.serial != 0) pending.fast_serial = pending.serial;
+}
+
+void flush_pending_stats() {
+    if (shared_memory_ready()) flush_stats();
 }
 
 void settle_flush_due() {

@@ -2,7 +2,8 @@
 // (a fraction of a millisecond, either way) rides along with the identity's
 // next admission, which visits the bucket anyway; whatever reaches 10 ms,
 // belongs to another identity, or is left when the backend exits is written
-// at once. The identity statistics' share is batched likewise.
+// at once. The identity statistics' share (statements admitted, charges,
+// measured time) is batched likewise.
 #pragma once
 #include "ext/hot.hpp"
 #include <cmath>
@@ -20,6 +21,15 @@ void owe(const IdentityKey& id, core::Budget b, double amount, std::uint64_t ser
 // id's statistics (charge change and measured ms), with one look at the identity.
 void settle(const IdentityKey& id, core::Budget b, double owed, double charge, double measured_ms,
             std::uint64_t serial = 0);
+// A statement the pricing hook admitted without a wait: counted in id's
+// statistics, its cost charged there, with the batch below (a shared visit
+// per priced statement was two fifths of its admission). The bucket was
+// charged at once; only the statistics wait. Refusals and waits are written
+// at once (record_statement), so a refused client shows at once.
+void count_admitted(const IdentityKey& id, double cost, std::uint64_t serial);
+// Writes this backend's pending statistics now: a reader of them sees its
+// own statements, and a reset does not get them afterwards.
+void flush_pending_stats();
 // What is pending. One identity for both halves: a backend pays for one
 // identity statement after statement, so a settlement compares its key once,
 // and a change of identity (rare: a SET of ogc_throttle.identity) writes out
@@ -37,7 +47,8 @@ struct Pending {
     bool stats_any;
     double stats_charge;
     double stats_measured;
-    int stats_statements;
+    int stats_statements;  // settlements in the batch
+    int stats_admitted;    // statements admitted in the batch
     double counted_ms;  // passes' measured time settle_measured() took, not yet in the backend's shared counter
     // serial while both halves are pending for it (kNoFast otherwise): the
     // one compare settle_measured's usual case makes instead of four.

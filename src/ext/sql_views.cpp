@@ -3,6 +3,7 @@
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/metering.hpp"
+#include "ext/settlement.hpp"
 #include "ext/sql_args.hpp"
 
 extern "C" {
@@ -65,6 +66,7 @@ OT_SQL_FUNCTION(throttle_identity_stats) {
     require_shared_memory();
     InitMaterializedSRF(fcinfo, 0);
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    flush_pending_stats();  // the caller's own statements, admitted ones batched
     int64 n = 0;
     IdentityStatsRow* rows = identity_stats_snapshot(&n);
     for (int64 i = 0; i < n; i++) {
@@ -84,6 +86,7 @@ OT_SQL_FUNCTION(throttle_identity_stats) {
 
 OT_SQL_FUNCTION(throttle_stats_reset) {
     require_shared_memory();
+    flush_pending_stats();  // the caller's statements before the reset stay before it
     table_stats_reset();
     identity_stats_reset();
     PG_RETURN_VOID();

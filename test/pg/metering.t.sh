@@ -195,4 +195,31 @@ echo "# 8 clients for ${wall}s: $admitted admitted, $refused refused; $measured 
 check "clients were refused once the bucket ran dry" test "$refused" -gt 0
 check "work admitted <= capacity + rate x time + one statement per client in flight" test "$measured" -le "$bound"
 
+# Identity statistics: a session's admitted statements are written with its
+# batch of settlements (at the latest when it ends); a refusal is written at
+# once, so a monitor sees a client being refused while its session is still open.
+q "CREATE ROLE statsee LOGIN; ALTER ROLE statsee SET ogc_throttle.mode = 'reject';
+   ALTER ROLE statsee SET ogc_throttle.capacity = 50; ALTER ROLE statsee SET ogc_throttle.rate = 0.01" >/dev/null
+statsee() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U statsee -d postgres -At "$@"; }
+stat_of_statsee() { q "SELECT statements || ' ' || refused FROM throttle_identity_stats WHERE identity = 'statsee'"; }
+statsee -c "SELECT pg_sleep(0.2)" >/dev/null 2>&1  # 200 ms on a 50 ms bucket: in debt for hours
+search="SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.1)'::geometry, 0.02)"
+statsee -c "$search" -c '\! sleep 3' >/dev/null 2>"$DIR/statsee.err" &
+BG_PIDS+=($!)
+seen=""
+for k in $(seq 1 50); do
+  seen="$(stat_of_statsee) open $(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'statsee'")"
+  [ "$seen" = "1 1 open 1" ] && break
+  sleep 0.05
+done
+check_eq "a refusal is in throttle_identity_stats while its session is open (statements refused, sessions)" \
+  "1 1 open 1" "$seen"
+wait "${BG_PIDS[@]}"; BG_PIDS=()
+check "the statement was refused (the bucket in debt)" grep -q 'budget exhausted' "$DIR/statsee.err"
+q "ALTER ROLE statsee SET ogc_throttle.capacity = 60000; SELECT throttle_reset('statsee')" >/dev/null
+statsee -c "$search" -c "$search" -c "$search" >/dev/null
+settled_tokens statsee >/dev/null
+check_eq "three admitted statements reach it once their session has ended (statements refused)" "4 1" \
+  "$(stat_of_statsee)"
+
 tap_exit
