@@ -288,19 +288,27 @@ const core::grid::View* grid_view(Oid relid, AttrNumber attnum) {
                                                              : e->shared.data;
         const size_t len = e->where == Where::Local ? VARSIZE(e->blob) - VARHDRSZ : e->shared.len;
         core::grid::View v;
-        e->view_state = core::grid::open(data, len, &v) ? Entry::kOpen : Entry::kNotAGrid;
-        if (e->view_state == Entry::kOpen) {
+        if (!core::grid::open(data, len, &v)) {
+            e->view_state = Entry::kNotAGrid;
+        } else {
             // The View and, after it, the direct index of the grid's top levels (up to 85 kB), sized for this
             // grid: a box query starts from the index instead of following the levels down from the root.
-            const size_t jump = core::density_jump_entries(v) * sizeof(std::uint32_t);
-            if (e->view != nullptr) pfree(e->view);
-            e->view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(v) + jump));
-            *e->view = v;
-            auto* table = reinterpret_cast<std::uint32_t*>(e->view + 1);
-            if (core::density_jump_fill(v, table)) {
-                e->view->jump = table;
-                e->view->jump_levels = std::min(v.h.levels, core::grid::kJumpMaxLevels);
+            // Opened only once both are in place: an allocation that fails leaves the entry unread, not
+            // pointing at freed memory.
+            if (e->view != nullptr) {
+                pfree(e->view);
+                e->view = nullptr;
             }
+            const size_t jump = core::density_jump_entries(v) * sizeof(std::uint32_t);
+            auto* view = static_cast<core::grid::View*>(MemoryContextAlloc(TopMemoryContext, sizeof(v) + jump));
+            *view = v;
+            auto* table = reinterpret_cast<std::uint32_t*>(view + 1);
+            if (core::density_jump_fill(v, table)) {
+                view->jump = table;
+                view->jump_levels = std::min(v.h.levels, core::grid::kJumpMaxLevels);
+            }
+            e->view = view;
+            e->view_state = Entry::kOpen;
         }
     }
     return e->view_state == Entry::kOpen ? e->view : nullptr;
