@@ -124,21 +124,23 @@ q "ALTER ROLE wr SET ogc_throttle.capacity = 600000" >/dev/null; q "SELECT throt
 u -c "SELECT 1" >/dev/null  # the bucket exists again, at the new capacity
 
 # A new session pays for its own set-up (fork, authentication, caches, settings) in backend CPU time.
-before=$(tokens)
+before=$(tokens); loff=$(log_size)
 as_pg "$PGBIN/pgbench" -n -C -h "$DIR" -p "$PORT" -U wr -t 50 -f "$select1" postgres >"$DIR/c.out" 2>&1
-off=$(spent_since "$before")
+off=$(spent_since "$before"); off_server=$(durations_since "$loff" "SELECT 1;")
 q "ALTER ROLE wr SET ogc_throttle.charge_connection = on" >/dev/null
 before=$(tokens)
 as_pg "$PGBIN/pgbench" -n -C -h "$DIR" -p "$PORT" -U wr -t 50 -f "$select1" postgres >"$DIR/c.out" 2>&1
 on=$(spent_since "$before")
 conn=$(awk '/average connection time/ { print $5 }' "$DIR/c.out")
-echo "# 50 connections of one SELECT 1 each: charged $on ms (charge_connection off: $off); $conn ms a connection at the client"
+echo "# 50 connections of one SELECT 1 each: charged $on ms (charge_connection off: $off, the SELECTs' duration lines $off_server); $conn ms a connection at the client"
 check "each new session is charged its set-up: >= 0.3 ms a connection ($on ms for 50)" \
   awk -v s="$on" 'BEGIN { exit !(s >= 50 * 0.3) }'
 check "... not more than the client waited for it ($on <= 50 x $conn ms)" \
   awk -v s="$on" -v c="$conn" 'BEGIN { exit !(c > 0 && s <= 50 * c) }'
-check "(control) with ogc_throttle.charge_connection off, 50 connections cost only their statements ($off ms)" \
-  awk -v s="$off" -v o="$on" 'BEGIN { exit !(s <= 50 * 0.5 && s < o / 3) }'
+# A session's first statement fills its caches: SELECT 1 took 0.6-1.3 ms on one VM, under 0.5 on another. The
+# statements' own duration lines say what they took there.
+check "(control) with ogc_throttle.charge_connection off, 50 connections cost only their statements ($off ms; their lines $off_server)" \
+  awk -v s="$off" -v d="$off_server" -v o="$on" 'BEGIN { exit !(d > 0 && s <= d + 50 * 0.1 && s < o / 3) }'
 r=$(as_pg env PGOPTIONS="-c ogc_throttle.charge_connection=off" psql -X -h "$DIR" -p "$PORT" -U wr -d postgres -At \
       -c "SELECT 1" 2>&1)
 check "a client cannot turn it off for itself" grep -q "permission denied to set parameter" <<<"$r"

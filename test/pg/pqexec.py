@@ -5,6 +5,7 @@ driver does (Parse, Bind, Execute, Sync), and prints how long it took.
     pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] [--prepare-then-wait SECONDS [--times N]]
     pqexec.py CONNINFO QUERY_FILE [PARAM_FILE] --sync-after SECONDS
     pqexec.py CONNINFO QUERY_FILE --simple
+    ... --backend-cpu
 
 QUERY_FILE holds the statement; PARAM_FILE, if given, is sent as its one
 text parameter ($1). With --prepare-then-wait, the statement is prepared
@@ -14,12 +15,21 @@ Bind, Describe, Execute and a Flush), its result is read, and its Sync, where
 an implicit transaction commits, follows SECONDS later. With --simple, the statement goes as one Query message (PQexec),
 the simple protocol psql uses, timed without psql's own work on the answer.
 Prints "ok <ms>" or "error <SQLSTATE> <ms> <message>"; exit status 0 either way
-(2 when the connection fails). Uses libpq5 through ctypes: no driver needed.
+(2 when the connection fails). With --backend-cpu, a second line "backend_cpu
+<ms>" says how long the backend ran on a CPU meanwhile (its schedstat): what
+a failed message did, which logs no duration. Uses libpq5 through ctypes: no
+driver needed.
 """
 import ctypes
 import ctypes.util
 import sys
 import time
+
+
+def on_cpu_ns(schedstat):
+    """The first field of /proc/PID/schedstat: ns that task has run on a CPU."""
+    with open(schedstat) as f:
+        return int(f.read().split()[0])
 
 
 def main():
@@ -29,6 +39,9 @@ def main():
     simple = "--simple" in args
     if simple:
         args.remove("--simple")
+    backend_cpu = "--backend-cpu" in args
+    if backend_cpu:
+        args.remove("--backend-cpu")
     if "--times" in args:
         i = args.index("--times")
         times = int(args[i + 1])
@@ -84,6 +97,9 @@ def main():
     query = open(query_file, "rb").read()
     values = (ctypes.c_char_p * 1)(param) if param is not None else None
     n = 1 if param is not None else 0
+    lib.PQbackendPID.argtypes = [ctypes.c_void_p]
+    schedstat = "/proc/%d/schedstat" % lib.PQbackendPID(conn) if backend_cpu else None
+    cpu_start = on_cpu_ns(schedstat) if backend_cpu else 0
     start = time.monotonic()
     if simple:
         res = lib.PQexec(conn, query)
@@ -131,12 +147,15 @@ def main():
                     break
                 lib.PQclear(res)
     took = (time.monotonic() - start) * 1000.0
+    cpu_ms = (on_cpu_ns(schedstat) - cpu_start) / 1e6 if backend_cpu else 0.0
     if lib.PQresultStatus(res) in (1, 2):  # COMMAND_OK, TUPLES_OK
         print("ok %.3f" % took)
     else:
         state = lib.PQresultErrorField(res, ord("C")) or b"?"
         msg = lib.PQresultErrorField(res, ord("M")) or lib.PQerrorMessage(conn)
         print("error", state.decode(), "%.3f" % took, msg.decode(errors="replace").strip())
+    if backend_cpu:
+        print("backend_cpu %.3f" % cpu_ms)
     lib.PQclear(res)
     lib.PQfinish(conn)
     return 0
