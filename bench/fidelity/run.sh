@@ -22,6 +22,8 @@
 # EXPLAIN ANALYZE's execution time inside a DO block.
 # PASSES (7; odd, 1-7): timed passes over the workload, each in another order; a query's time is
 # their median (KEEP also keeps every pass's time: results.tsv's runs, toptime.tsv).
+# INROW=1 (with TOPLEVEL=1): in each top-level pass every statement runs twice in a row, and a third
+# table ranks the prices against the second runs, each statement timed right after itself (toptime.py).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -36,6 +38,7 @@ TIMING=${TIMING:-1}
 CALIBRATE=${CALIBRATE:-}
 TOPLEVEL=${TOPLEVEL:-0}
 PASSES=${PASSES:-7}
+INROW=${INROW:-0}
 PORT=56431
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -48,6 +51,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 die() { echo "run.sh: $*" >&2; exit 1; }
 case "$PASSES" in 1|3|5|7) ;; *) die "PASSES must be 1, 3, 5 or 7 (a median of an odd count), not '$PASSES'";; esac
+case "$INROW:$TOPLEVEL" in 0:*|1:1) ;; *) die "INROW=1 times top-level statements: it needs TOPLEVEL=1";; esac
 cp "$here"/gen.sql "$here"/measure.sql "$work/" && chmod 644 "$work"/*.sql
 
 pg_cluster_init "$C" "shared_preload_libraries = 'ogc_throttle'" "shared_buffers = '256MB'" "jit = off" \
@@ -113,13 +117,19 @@ sql -c "SET fidelity.passes = $PASSES" -f "$work/measure.sql" >/dev/null || die 
 echo "# priced and timed in $(( $(date +%s) - t0 )) s"
 if [ "$TOPLEVEL" = 1 ]; then
   t0=$(date +%s)
-  $PY "$here/toptime.py" gen "$work/queries.tsv" "$PASSES" >"$work/toptime.sql" && chmod 644 "$work/toptime.sql" &&
+  $PY "$here/toptime.py" gen "$work/queries.tsv" "$PASSES" $([ "$INROW" = 1 ] && echo inrow) >"$work/toptime.sql" &&
+    chmod 644 "$work/toptime.sql" &&
     sql -f "$work/toptime.sql" >/dev/null 2>"$work/toptime.err" || die "the top-level timing failed"
   grep -v '^$' "$work/toptime.err" | head -5
   $PY "$here/toptime.py" read "$C/server.log" >"$work/toptime.tsv" && chmod 644 "$work/toptime.tsv" ||
     die "reading the duration lines failed"
   sql -c "CREATE TABLE ftop (id int PRIMARY KEY, ms float8, runs float8[])" -c "\\copy ftop FROM '$work/toptime.tsv'" \
     >/dev/null || die "loading the top-level timings failed"
+  if [ "$INROW" = 1 ]; then
+    $PY "$here/toptime.py" read "$C/server.log" fidr >"$work/toptime_inrow.tsv" && chmod 644 "$work/toptime_inrow.tsv" &&
+      sql -c "CREATE TABLE ftop_inrow (id int PRIMARY KEY, ms float8, runs float8[])" \
+        -c "\\copy ftop_inrow FROM '$work/toptime_inrow.tsv'" >/dev/null || die "loading the in-a-row timings failed"
+  fi
   echo "# top-level timing (TOPLEVEL=1): $(wc -l <"$work/toptime.tsv") queries, median of $PASSES duration lines after a warm-up pass ($(( $(date +%s) - t0 )) s)"
 fi
 
@@ -153,6 +163,14 @@ if [ "$TOPLEVEL" = 1 ]; then
   echo
   echo "### measured: the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
   $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit} --executor-charge
+fi
+if [ "$INROW" = 1 ]; then
+  sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN ftop_inrow t USING (id) ORDER BY q.id" \
+    >"$work/results_inrow.tsv" || die "reading results failed"
+  [ -n "${KEEP:-}" ] && cp "$work/results_inrow.tsv" "$work/toptime_inrow.tsv" "$KEEP/"
+  echo
+  echo "### measured: top-level statements, each timed right after itself (INROW=1: the second of two runs in a row)"
+  $PY "$here/analyze.py" "$work/results_inrow.tsv" ${FIT:+--fit} --executor-charge
 fi
 fi
 
