@@ -156,22 +156,19 @@ sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, r.ms, r.charged,
   sql -At -F $'\t' -c "SELECT id, runs FROM fres ORDER BY id" >"$KEEP/runs.tsv"; }
 [ "$TOPLEVEL" = 1 ] && echo "### measured: EXPLAIN (ANALYZE) execution time"
 $PY "$here/analyze.py" "$work/results.tsv" ${FIT:+--fit}
-if [ "$TOPLEVEL" = 1 ]; then
-  sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN ftop t USING (id) ORDER BY q.id" \
-    >"$work/results_top.tsv" || die "reading results failed"
-  [ -n "${KEEP:-}" ] && cp "$work/results_top.tsv" "$work/toptime.tsv" "$KEEP/"
+# top_table TIMINGS RESULTS KEPT_TIMINGS TITLE: the prices against a top-level timing table's times
+top_table() {
+  sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN $1 t USING (id) ORDER BY q.id" \
+    >"$work/$2" || die "reading results failed"
+  [ -n "${KEEP:-}" ] && cp "$work/$2" "$work/$3" "$KEEP/"
   echo
-  echo "### measured: the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
-  $PY "$here/analyze.py" "$work/results_top.tsv" ${FIT:+--fit} --executor-charge
-fi
-if [ "$INROW" = 1 ]; then
-  sql -At -F $'\t' -c "SELECT q.id, q.cls, r.estimate, r.planner, t.ms, r.charged, coalesce(r.features::text, ''), q.sql FROM fq q JOIN fres r USING (id) JOIN ftop_inrow t USING (id) ORDER BY q.id" \
-    >"$work/results_inrow.tsv" || die "reading results failed"
-  [ -n "${KEEP:-}" ] && cp "$work/results_inrow.tsv" "$work/toptime_inrow.tsv" "$KEEP/"
-  echo
-  echo "### measured: top-level statements, each timed right after itself (INROW=1: the second of two runs in a row)"
-  $PY "$here/analyze.py" "$work/results_inrow.tsv" ${FIT:+--fit} --executor-charge
-fi
+  echo "### measured: $4"
+  $PY "$here/analyze.py" "$work/$2" ${FIT:+--fit} --executor-charge
+}
+[ "$TOPLEVEL" = 1 ] && top_table ftop results_top.tsv toptime.tsv \
+  "the same queries as top-level statements (duration lines; parsing, planning, sending the rows and the commit included)"
+[ "$INROW" = 1 ] && top_table ftop_inrow results_inrow.tsv toptime_inrow.tsv \
+  "top-level statements, each timed right after itself (INROW=1: the second of two runs in a row)"
 fi
 
 # Charged against measured, and the disguised twins: statements of a login role whose budget
