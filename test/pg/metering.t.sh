@@ -19,7 +19,7 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
    ALTER ROLE tiles SET ogc_throttle.capacity = 60000;
    ALTER ROLE tiles SET ogc_throttle.rate = 0.01;
    ALTER ROLE tiles SET ogc_throttle.charge_connection = off;" >/dev/null || { not_ok "setup"; tap_exit; }
-# (each psql below is a new session: its set-up, 12-15 ms of CPU on a loaded VM, would blur the budgets
+# (each psql below is a new session: its set-up, 10-14 ms of CPU on one VM, would blur the budgets
 # these checks count to the millisecond; commit_flush.t.sh tests that charge)
 
 # t SQL: run as the throttled role; stdout (-At), stderr to $DIR/t.err

@@ -15,7 +15,7 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
    ALTER ROLE trig SET ogc_throttle.capacity = 60000;
    ALTER ROLE trig SET ogc_throttle.rate = 0.01;
    ALTER ROLE trig SET ogc_throttle.charge_connection = off;" >/dev/null || { not_ok "setup"; tap_exit; }
-# (each psql below is a new session: its set-up, 12-15 ms of CPU on a loaded VM, is more than the 10 ms
+# (each psql below is a new session: its set-up, 10-14 ms of CPU on one VM, is more than the 10 ms
 # these checks allow; commit_flush.t.sh tests that charge)
 
 u() { as_pg psql -X -q -h "$DIR" -p "$PORT" -U trig -d postgres -At -v VERBOSITY=verbose "$@" 2>"$DIR/u.err"; }
