@@ -6,7 +6,7 @@
 # A ratio within one process: far steadier on a loaded machine than tps, and, unlike callgrind, it
 # sees what the hook's code costs out of cache. Indirect costs (PostgreSQL's own code evicted by the
 # hook's) are not in it. Needs perf (no hardware counters needed) and python3.
-# Knobs: SECS (6) per workload, ROUNDS (2), BREAKDOWN=1 (also the inclusive share of the hook's functions), LIB (an ogc_throttle.so to preload instead of the installed
+# Knobs: SECS (6) per workload, ROUNDS (2), BREAKDOWN=1 (also the inclusive share of the hook's functions, and the functions its samples were taken in), LIB (an ogc_throttle.so to preload instead of the installed
 # one: LIB=a.so,b.so alternates builds within each round), NPOINTS (200000), CALLGRAPH (fp: frame
 # pointers; dwarf: unwinds from a copy of each sample's stack, at 1999 Hz). The extension is built
 # without frame pointers, so fp chains that pass through it lose frames and undercount its share by
@@ -47,6 +47,7 @@ import collections, os, re, sys
 std = re.compile(r"standard_(ExecutorStart|ExecutorRun|ExecutorFinish|ExecutorEnd|planner|ProcessUtility)\b")
 tot = hook = 0
 inside = collections.Counter()  # samples with this function (inclusive) on the hook-owned part of the chain
+leaf = collections.Counter()  # hook-owned samples by the function they were taken in, PostgreSQL functions included
 def flush(frames):
     global tot, hook
     if not frames: return
@@ -60,6 +61,7 @@ def flush(frames):
                 if std.search(s): break
                 owned.append(s)
             for s in set(owned): inside[s] += 1
+            leaf[frames[0][0]] += 1
             return
 frames = []
 for line in sys.stdin:
@@ -71,7 +73,10 @@ print("%.2f%% of %d samples" % (100.0 * hook / max(tot, 1), tot))
 if os.environ.get("BREAKDOWN"):
     for s, n in inside.most_common(40):
         if s.startswith("ot::") or "postgis" in s or s in ("expression_tree_walker", "palloc", "hash_search_with_hash_value"):
-            print("    %6.2f%%  %s" % (100.0 * n / max(tot, 1), s[:100]))'
+            print("    %6.2f%%  %s" % (100.0 * n / max(tot, 1), s[:100]))
+    print("  where the hook-owned samples were taken (self):")
+    for s, n in leaf.most_common(25):
+        print("    %6.2f%%  %s" % (100.0 * n / max(tot, 1), s[:100]))'
 }
 
 run() {  # run WORKLOAD(select|postgis) -> share

@@ -12,7 +12,7 @@
 # mode 'off' (library loaded, hook returns at once). tps and server CPU per
 # transaction (from the postmaster's reaped-children times) for every run.
 # Not part of the tests. Everything started is stopped on exit.
-# Knobs (environment): ROUNDS (5), SECS per pgbench run (6), OFF_ROUNDS (1), CONNECT_ROUNDS (3),
+# Knobs (environment): ROUNDS (5), SECS per pgbench run (6), OFF_ROUNDS (1), CONNECT_ROUNDS (3), A_CONF,
 # NPOINTS (200000), SCALE (pgbench -i scale, 1), GRID (1: a density grid for pts.geom on A).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,12 +62,16 @@ common_conf=(
   # read-only workload after a VACUUM ANALYZE: autovacuum would only add noise
   "autovacuum = off"
 )
+# A_CONF: more settings for A, separated by ';' (say, 'ogc_throttle.true_up = off'), to tell what
+# part of the hook's work costs what.
+IFS=';' read -r -a a_conf <<<"${A_CONF:-}"
+[ -n "${A_CONF:-}" ] && echo "# A's further settings: $A_CONF"
 pg_cluster_init "$A" "${common_conf[@]}" \
   "shared_preload_libraries = 'ogc_throttle'" \
   "ogc_throttle.mode = 'reject'" \
   "ogc_throttle.capacity = 1000000000" \
   "ogc_throttle.rate = 500" \
-  "ogc_throttle.cost_max = 1000000" || die "initdb A failed"
+  "ogc_throttle.cost_max = 1000000" "${a_conf[@]}" || die "initdb A failed"
 pg_cluster_init "$B" "${common_conf[@]}" || die "initdb B failed"
 libfile="$(pg_config --pkglibdir)/ogc_throttle.so"
 libid() { echo "$(md5sum <"$libfile" | cut -c1-12), installed $(date -r "$libfile" '+%F %T')"; }
@@ -239,7 +243,7 @@ qa "ALTER SYSTEM RESET ogc_throttle.mode" >/dev/null && qa "SELECT pg_reload_con
 echo
 echo "tps per round (A = hook on, B = no library)"
 for k in select_A select_B postgis_A postgis_B connect_A connect_B off_select_A off_select_B off_postgis_A off_postgis_B off_connect_A off_connect_B; do
-  printf '  %-15s %-40s server CPU µs/tx: %s\n' "$k" "${vals[$k]% }" "${vals[cpu_$k]% }"
+  printf '  %-15s %-40s server CPU µs/tx: %s\n' "$k" "${vals[$k]:-}" "${vals[cpu_$k]:-}"
 done
 spread() {  # max/min of B's rounds: how noisy the machine was
   tr ' ' '\n' <<<"${vals[$1]:-}" | grep -v '^$' | grep -v nan | sort -g |

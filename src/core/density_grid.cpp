@@ -82,7 +82,7 @@ void descend(const View& v, Query& q, std::uint32_t l, std::size_t i, std::uint3
 // rows and pages to the bit. False (nothing added) past 64 positions.
 bool descend_from_jump(const View& v, Query& q) noexcept {
     const std::uint32_t S = std::min(v.jump_levels, q.target >= 3 ? q.target - 3 : 0);
-    const double side = std::ldexp(1.0, static_cast<int>(S));
+    const double side = grid::pow2(static_cast<int>(S));
     const auto at = [&](double t) {
         return static_cast<std::uint32_t>(std::clamp(std::floor(t * side), 0.0, side - 1));
     };
@@ -107,7 +107,7 @@ bool descend_from_jump(const View& v, Query& q) noexcept {
         const std::uint32_t e = starts[k].entry;
         if (k > 0 && starts[k - 1].entry == e) continue;  // the same leaf above S
         const std::uint32_t l = e >> 24, up = S - l;
-        descend(v, q, l, e & 0xffffffu, starts[k].cx >> up, starts[k].cy >> up, std::ldexp(1.0, -static_cast<int>(l)));
+        descend(v, q, l, e & 0xffffffu, starts[k].cx >> up, starts[k].cy >> up, grid::pow2(-static_cast<int>(l)));
     }
     return true;
 }
@@ -123,7 +123,7 @@ bool has_children(const View& v, std::uint32_t l, std::size_t i) noexcept {
 
 // Cells of level c the box [x0, x1] × [y0, y1] (extent units) spans.
 double spanned(double x0, double y0, double x1, double y1, std::uint32_t c) noexcept {
-    const double s = std::ldexp(1.0, static_cast<int>(c));
+    const double s = grid::pow2(static_cast<int>(c));
     return (std::floor(x1 * s) - std::floor(x0 * s) + 1) * (std::floor(y1 * s) - std::floor(y0 * s) + 1);
 }
 
@@ -221,10 +221,10 @@ namespace {
 std::uint32_t level_for(const grid::Header& hd, double w, double h, double* frac) noexcept {
     const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
     std::uint32_t l = 0;
-    while (l < hd.levels && W / std::ldexp(1.0, static_cast<int>(l + 1)) >= w &&
-           H / std::ldexp(1.0, static_cast<int>(l + 1)) >= h)
+    while (l < hd.levels && W / grid::pow2(static_cast<int>(l + 1)) >= w &&
+           H / grid::pow2(static_cast<int>(l + 1)) >= h)
         l++;
-    const double cell_area = (W / std::ldexp(1.0, static_cast<int>(l))) * (H / std::ldexp(1.0, static_cast<int>(l)));
+    const double cell_area = (W / grid::pow2(static_cast<int>(l))) * (H / grid::pow2(static_cast<int>(l)));
     *frac = std::min(1.0, std::max(w, 0.0) * std::max(h, 0.0) / cell_area);
     return l;
 }
@@ -239,7 +239,7 @@ void for_each_cell_at(const View& v, std::uint32_t l, F f) noexcept {
             if (la == l)
                 f(static_cast<double>(c), static_cast<double>(c));
             else if (c <= v.h.threshold)  // a leaf above l: uniform over its 4^d cells at l
-                f(c / std::ldexp(1.0, 2 * static_cast<int>(l - la)), static_cast<double>(c));
+                f(c / grid::pow2(2 * static_cast<int>(l - la)), static_cast<double>(c));
         }
     }
 }
@@ -276,8 +276,8 @@ double density_rows_around_dense(const unsigned char* blob, std::size_t len, dou
     // rows ends, and counted with density_rows.
     const double W = hd.xmax - hd.xmin, H = hd.ymax - hd.ymin;
     std::uint32_t l = 0;
-    while (l < hd.levels && (W / std::ldexp(1.0, static_cast<int>(l)) > w / 2 ||
-                             H / std::ldexp(1.0, static_cast<int>(l)) > h / 2))
+    while (l < hd.levels && (W / grid::pow2(static_cast<int>(l)) > w / 2 ||
+                             H / grid::pow2(static_cast<int>(l)) > h / 2))
         l++;
     while (l > 0 && hd.ncells[l] == 0) l--;  // the finest level stored
     constexpr int kTop = 256;
@@ -298,7 +298,7 @@ double density_rows_around_dense(const unsigned char* blob, std::size_t len, dou
         if (seen >= (1.0 - q) * hd.total) break;
     }
     const std::uint64_t key = grid::key_of(v, l, top[pick]);
-    const double cw = W / std::ldexp(1.0, static_cast<int>(l)), ch = H / std::ldexp(1.0, static_cast<int>(l));
+    const double cw = W / grid::pow2(static_cast<int>(l)), ch = H / grid::pow2(static_cast<int>(l));
     const double cx = hd.xmin + (grid::compact(key) + 0.5) * cw, cy = hd.ymin + (grid::compact(key >> 1) + 0.5) * ch;
     // density_rows grows a box by the rows' mean size; a probe around a row does not.
     const double gw = std::max(0.0, w - hd.mean_w) / 2, gh = std::max(0.0, h - hd.mean_h) / 2;

@@ -93,6 +93,16 @@ inline std::uint32_t count_at(const unsigned char* level, std::size_t i) noexcep
     return c;
 }
 
+// 2^n, bit for bit what std::ldexp(1.0, n) returns for -1022 <= n <= 1023 (a grid's levels and
+// their differences), built without the library call: a query asks for a dozen, and the calls
+// were a tenth of its instructions.
+inline double pow2(int n) noexcept {
+    const std::uint64_t bits = static_cast<std::uint64_t>(n + 1023) << 52;
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
 // The full Morton key of cell i at level l.
 std::uint64_t key_of(const View& v, std::uint32_t l, std::size_t i) noexcept;
 

@@ -31,6 +31,13 @@ Layer city_and_background() {
     return l;
 }
 
+// Heap blocks of 40 rows each, in the order the rows were loaded.
+std::vector<std::uint32_t> blocks_of_forty(std::size_t n) {
+    std::vector<std::uint32_t> blocks(n);
+    for (std::size_t i = 0; i < n; i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+    return blocks;
+}
+
 double exact(const Layer& l, double x0, double y0, double x1, double y1) {
     double n = 0;
     for (size_t i = 0; i < l.x.size(); i++) n += l.x[i] >= x0 && l.x[i] <= x1 && l.y[i] >= y0 && l.y[i] <= y1;
@@ -38,6 +45,14 @@ double exact(const Layer& l, double x0, double y0, double x1, double y1) {
 }
 
 }  // namespace
+
+// The queries' powers of two are std::ldexp's, to the bit, over the whole range of exponents.
+TEST(DensityGrid, PowersOfTwoAreLdexps) {
+    for (int n = -1022; n <= 1023; n++) {
+        const double a = grid::pow2(n), b = std::ldexp(1.0, n);
+        EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << n;
+    }
+}
 
 TEST(DensityGrid, WholeExtentIsEveryRow) {
     Layer l = city_and_background();
@@ -189,8 +204,7 @@ TEST(DensityGrid, FormatFourIsRewrittenByteForByte) {
     // A format-4 blob (what tables hold from before format 5) upgraded is the format-5 build itself,
     // keys below level 16 (rebuilt from their parents) included.
     for (Layer l : {city_and_background(), deep_city()}) {
-        std::vector<std::uint32_t> blocks(l.x.size());
-        for (std::size_t i = 0; i < blocks.size(); i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+        const std::vector<std::uint32_t> blocks = blocks_of_forty(l.x.size());
         auto g = build_density_grid(l.x.data(), l.y.data(), l.x.size(), {-180, -90, 180, 90}, 20, 32, 0.01, 0.01,
                                     0.02, 0.02, blocks.data());
         grid::View v;
@@ -358,8 +372,7 @@ TEST(DensityGrid, DenseSpotIsTheCrowdNotACoarseCellsAverage) {
 TEST(DensityGrid, OpenedOnceAnswersAsTheBlob) {
     Layer l = city_and_background();
     const std::size_t n = l.x.size();
-    std::vector<std::uint32_t> blocks(n);
-    for (std::size_t i = 0; i < n; i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+    const std::vector<std::uint32_t> blocks = blocks_of_forty(n);
     const auto with = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0.01, 0.01, 0, 0,
                                          blocks.data());
     const auto without = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90});
@@ -389,8 +402,7 @@ TEST(DensityGrid, OpenedOnceAnswersAsTheBlob) {
 TEST(DensityGrid, JumpIndexAnswersAsTheRoot) {
     Layer l = city_and_background();
     const std::size_t n = l.x.size();
-    std::vector<std::uint32_t> blocks(n);
-    for (std::size_t i = 0; i < n; i++) blocks[i] = static_cast<std::uint32_t>(i / 40);
+    const std::vector<std::uint32_t> blocks = blocks_of_forty(n);
     const auto deep = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 20, 32, 0.001, 0.001, 0, 0,
                                          blocks.data());
     const auto shallow = build_density_grid(l.x.data(), l.y.data(), n, {-180, -90, 180, 90}, 4, 32);

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Where the hook's cost lands, PostgreSQL's own code included: one cluster and one data set,
+# restarted in turn with the library preloaded (A: mode reject, a budget nothing exhausts) and
+# without it (B); each time pgbench -M prepared -c 2 runs the workload while perf samples its two
+# backends (cpu-clock, no call graph). Every function's samples become microseconds of backend CPU
+# per transaction (samples / rate / transactions), and the table is A - B by library and by function.
+# perf_share.sh counts only the samples taken under the hook's own frames; this also shows what the
+# hook makes PostgreSQL, PostGIS and the kernel do or do slower (their code and data evicted by the
+# hook's), at the price of noise: compare rounds, and read small differences as such.
+# Knobs: WORKLOAD (postgis, or select), SECS (8) per run, ROUNDS (3; odd rounds A first), LIB (an
+# ogc_throttle.so to preload instead of the installed one), A_CONF (more settings for A, separated by
+# ';'), TOP (25 functions), NPOINTS (200000). Needs perf and python3.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$root/test/lib/pg.sh"
+WORKLOAD=${WORKLOAD:-postgis}
+SECS=${SECS:-8}
+ROUNDS=${ROUNDS:-3}
+TOP=${TOP:-25}
+NPOINTS=${NPOINTS:-200000}
+PORT=${PORT:-56405}
+RATE=999
+PGBENCH=/usr/lib/postgresql/15/bin/pgbench
+[ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
+command -v perf >/dev/null || { echo "symbol_diff.sh: perf is not installed" >&2; exit 1; }
+work=$(pg_tmpdir)
+trap 'pg_stop "$work" immediate; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+die() { echo "symbol_diff.sh: $*" >&2; exit 1; }
+lib=ogc_throttle
+if [ -n "${LIB:-}" ]; then
+  cp "$LIB" "$work/lib.so" && chmod 755 "$work/lib.so" || die "no $LIB"
+  lib="$work/lib.so"
+fi
+cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench
+IFS=';' read -r -a a_conf <<<"${A_CONF:-}"
+pg_cluster_init "$work" "max_connections = 20" "shared_buffers = '128MB'" "synchronous_commit = off" "jit = off" \
+  "autovacuum = off" "shared_preload_libraries = 'ogc_throttle'" "ogc_throttle.mode = 'reject'" \
+  "ogc_throttle.capacity = 1000000000" "ogc_throttle.rate = 500" "ogc_throttle.cost_max = 1000000" "${a_conf[@]}" ||
+  die "initdb failed"
+pg_start "$work" "$PORT" || die "postgres did not start"
+q() { as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres "$@"; }
+as_pg timeout 300 "$PGBENCH" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 || die "pgbench -i failed"
+q -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
+q -c "VACUUM ANALYZE" -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_density_build('pts', 'geom')" >/dev/null ||
+  die "setup failed"
+
+# With (A) or without (B) the library: the GUCs stay in the file, where B ignores them. (The set-up
+# above ran with the installed library: CREATE EXTENSION loads it, and a second copy preloaded
+# would define its settings twice.)
+restart() {
+  pg_stop "$work"
+  pg_conf_set "$work" "shared_preload_libraries = '$([ "$1" = A ] && echo "$lib")'"
+  pg_start "$work" "$PORT" || die "postgres did not start for $1"
+}
+
+# sample TAG SEED: one pgbench run (A and B of a round draw the same random arguments), perf on its backends -> TAG<TAB>µs per transaction<TAB>library<TAB>function
+sample() {
+  local args=(-S)
+  [ "$WORKLOAD" = postgis ] && args=(-f "$work/postgis.pgbench")
+  as_pg timeout $((SECS + 60)) "$PGBENCH" -n -M prepared -c 2 -j 2 -T $((SECS + 3)) --random-seed="$2" "${args[@]}" -h "$work" -p "$PORT" \
+    -U postgres postgres >"$work/pgbench.log" 2>&1 &
+  local bp=$! pm pids tps
+  sleep 1.5
+  pm=$(head -n 1 "$work/data/postmaster.pid")
+  pids=$(ps -o pid=,args= --ppid "$pm" | awk '/\[local\]/ { print $1 }' | paste -sd,)
+  perf record -F "$RATE" -o "$work/perf.data" -p "$pids" -- sleep "$SECS" >/dev/null 2>&1
+  wait "$bp"
+  tps=$(awk '/^tps/ { print $3; exit }' "$work/pgbench.log")
+  [ -n "$tps" ] || die "pgbench failed: $(tail -n 3 "$work/pgbench.log")"
+  echo "# $1: $tps tps (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  perf report -i "$work/perf.data" --no-children --sort dso,sym -F sample,dso,sym --stdio 2>/dev/null |
+    awk -v tag="$1" -v k="$(awk -v r="$RATE" -v t="$tps" -v s="$SECS" 'BEGIN { print 1e6 / r / (t * s) }')" '
+      /^ *[0-9]+ / { n = $1; d = $2; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, ""); printf "%s\t%.4f\t%s\t%s\n", tag, n * k, d, $0 }'
+}
+
+echo "backend CPU per transaction by function (perf cpu-clock at $RATE Hz, pgbench -M prepared -c 2, $WORKLOAD, ${SECS}s a run)"
+echo "A: $lib preloaded, mode reject${A_CONF:+, $A_CONF}; B: no library; the same cluster restarted between them"
+for r in $(seq "$ROUNDS"); do
+  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  for c in "${order[@]}"; do restart "$c"; sample "$c$r" $((1000 + r)) >>"$work/samples.tsv"; done
+done
+python3 - "$work/samples.tsv" "$TOP" <<'EOF'
+import collections, statistics, sys
+runs = collections.defaultdict(lambda: collections.defaultdict(float))  # tag -> (dso, sym) -> µs/tx
+for line in open(sys.argv[1]):
+    tag, us, dso, sym = line.rstrip("\n").split("\t", 3)
+    runs[tag][(dso, sym)] += float(us)
+top = int(sys.argv[2])
+side = lambda c: [t for t in sorted(runs) if t[0] == c]
+def per(c, key):  # median over c's runs of key(run)
+    return statistics.median(key(runs[t]) for t in side(c))
+print("\ntotal µs per transaction by round: " + ", ".join("%s %.1f" % (t, sum(runs[t].values())) for t in sorted(runs)))
+a, b = per("A", lambda r: sum(r.values())), per("B", lambda r: sum(r.values()))
+print("median: A %.1f, B %.1f, A - B %+.1f (%.1f %% of B)" % (a, b, a - b, 100 * (a - b) / b))
+dsos = sorted({d for r in runs.values() for d, _ in r})
+rows = [(d, per("A", lambda r: sum(v for (x, _), v in r.items() if x == d)),
+         per("B", lambda r: sum(v for (x, _), v in r.items() if x == d))) for d in dsos]
+print("\n%-28s %9s %9s %9s" % ("library", "A µs/tx", "B µs/tx", "A - B"))
+for d, x, y in sorted(rows, key=lambda t: -abs(t[1] - t[2]))[:10]:
+    print("%-28s %9.2f %9.2f %+9.2f" % (d[:28], x, y, x - y))
+keys = {k for r in runs.values() for k in r}
+diff = {k: (per("A", lambda r: r.get(k, 0.0)), per("B", lambda r: r.get(k, 0.0))) for k in keys}
+print("\nfunctions that cost more with the library (median over rounds)")
+print("%9s %9s %9s  %s" % ("A - B", "A µs/tx", "B µs/tx", "function"))
+for k, (x, y) in sorted(diff.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:top]:
+    print("%+9.2f %9.2f %9.2f  %s %s" % (x - y, x, y, k[0][:20], k[1][:80]))
+print("... and less (noise, or work the hook saves)")
+for k, (x, y) in sorted(diff.items(), key=lambda kv: kv[1][0] - kv[1][1])[:5]:
+    print("%+9.2f %9.2f %9.2f  %s %s" % (x - y, x, y, k[0][:20], k[1][:80]))
+EOF
