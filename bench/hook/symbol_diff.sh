@@ -28,11 +28,18 @@ work=$(pg_tmpdir)
 trap 'pg_stop "$work" immediate; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 die() { echo "symbol_diff.sh: $*" >&2; exit 1; }
-lib=ogc_throttle
+# LIB=a.so[,b.so]: each build is a side of its own (A, C), next to the same B in every round.
+libs=(ogc_throttle)
 if [ -n "${LIB:-}" ]; then
-  cp "$LIB" "$work/lib.so" && chmod 755 "$work/lib.so" || die "no $LIB"
-  lib="$work/lib.so"
+  IFS=, read -r -a given <<<"$LIB"
+  libs=()
+  for i in "${!given[@]}"; do
+    cp "${given[$i]}" "$work/lib$i.so" && chmod 755 "$work/lib$i.so" || die "no ${given[$i]}"
+    libs+=("$work/lib$i.so")
+  done
 fi
+sides=(A C)
+[ "${#libs[@]}" -le 2 ] || die "at most two builds"
 cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench
 IFS=';' read -r -a a_conf <<<"${A_CONF:-}"
 pg_cluster_init "$work" "max_connections = 20" "shared_buffers = '128MB'" "synchronous_commit = off" "jit = off" \
@@ -49,9 +56,12 @@ q -c "VACUUM ANALYZE" -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_den
 # With (A) or without (B) the library: the GUCs stay in the file, where B ignores them. (The set-up
 # above ran with the installed library: CREATE EXTENSION loads it, and a second copy preloaded
 # would define its settings twice.)
-restart() {
+restart() {  # restart SIDE: A and C the builds, B none
+  local l=""
+  [ "$1" = A ] && l=${libs[0]}
+  [ "$1" = C ] && l=${libs[1]}
   pg_stop "$work"
-  pg_conf_set "$work" "shared_preload_libraries = '$([ "$1" = A ] && echo "$lib")'"
+  pg_conf_set "$work" "shared_preload_libraries = '$l'"
   pg_start "$work" "$PORT" || die "postgres did not start for $1"
 }
 
@@ -76,37 +86,46 @@ sample() {
 }
 
 echo "backend CPU per transaction by function (perf cpu-clock at $RATE Hz, pgbench -M prepared -c 2, $WORKLOAD, ${SECS}s a run)"
-echo "A: $lib preloaded, mode reject${A_CONF:+, $A_CONF}; B: no library; the same cluster restarted between them"
+echo "A: ${LIB:-the installed library}${LIB:+ (C: the second)} preloaded, mode reject${A_CONF:+, $A_CONF}; B: no library; the same cluster restarted between them"
 for r in $(seq "$ROUNDS"); do
-  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  order=(A B); [ "${#libs[@]}" = 2 ] && order=(A B C)
+  [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${order[@]}" | tac))
   for c in "${order[@]}"; do restart "$c"; sample "$c$r" $((1000 + r)) >>"$work/samples.tsv"; done
 done
 python3 - "$work/samples.tsv" "$TOP" <<'EOF'
-import collections, statistics, sys
+import collections, re, statistics, sys
 runs = collections.defaultdict(lambda: collections.defaultdict(float))  # tag -> (dso, sym) -> µs/tx
 for line in open(sys.argv[1]):
     tag, us, dso, sym = line.rstrip("\n").split("\t", 3)
-    runs[tag][(dso, sym)] += float(us)
+    runs[tag][(re.sub(r"^lib\d\.so$", "ogc_throttle.so", dso), sym)] += float(us)
 top = int(sys.argv[2])
 side = lambda c: [t for t in sorted(runs) if t[0] == c]
+sides = [c for c in "AC" if side(c)]
 def per(c, key):  # median over c's runs of key(run)
     return statistics.median(key(runs[t]) for t in side(c))
 print("\ntotal µs per transaction by round: " + ", ".join("%s %.1f" % (t, sum(runs[t].values())) for t in sorted(runs)))
-a, b = per("A", lambda r: sum(r.values())), per("B", lambda r: sum(r.values()))
-print("median: A %.1f, B %.1f, A - B %+.1f (%.1f %% of B)" % (a, b, a - b, 100 * (a - b) / b))
+b = per("B", lambda r: sum(r.values()))
+for c in sides:
+    a = per(c, lambda r: sum(r.values()))
+    print("median: %s %.1f, B %.1f, %s - B %+.1f (%.1f %% of B); by round %s" % (
+        c, a, b, c, a - b, 100 * (a - b) / b,
+        ", ".join("%+.1f" % (sum(runs[c + t[1:]].values()) - sum(runs[t].values())) for t in side("B") if c + t[1:] in runs)))
+head = "".join("%9s" % (c + " - B") for c in sides)
 dsos = sorted({d for r in runs.values() for d, _ in r})
-rows = [(d, per("A", lambda r: sum(v for (x, _), v in r.items() if x == d)),
-         per("B", lambda r: sum(v for (x, _), v in r.items() if x == d))) for d in dsos]
-print("\n%-28s %9s %9s %9s" % ("library", "A µs/tx", "B µs/tx", "A - B"))
-for d, x, y in sorted(rows, key=lambda t: -abs(t[1] - t[2]))[:10]:
-    print("%-28s %9.2f %9.2f %+9.2f" % (d[:28], x, y, x - y))
+rows = []
+for d in dsos:
+    y = per("B", lambda r: sum(v for (x, _), v in r.items() if x == d))
+    rows.append((d, y, [per(c, lambda r: sum(v for (x, _), v in r.items() if x == d)) - y for c in sides]))
+print("\n%-28s %9s%s" % ("library", "B µs/tx", head))
+for d, y, ds in sorted(rows, key=lambda t: -abs(t[2][0]))[:10]:
+    print("%-28s %9.2f%s" % (d[:28], y, "".join("%+9.2f" % x for x in ds)))
 keys = {k for r in runs.values() for k in r}
-diff = {k: (per("A", lambda r: r.get(k, 0.0)), per("B", lambda r: r.get(k, 0.0))) for k in keys}
+diff = {k: (per("B", lambda r: r.get(k, 0.0)), [per(c, lambda r: r.get(k, 0.0)) for c in sides]) for k in keys}
 print("\nfunctions that cost more with the library (median over rounds)")
-print("%9s %9s %9s  %s" % ("A - B", "A µs/tx", "B µs/tx", "function"))
-for k, (x, y) in sorted(diff.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:top]:
-    print("%+9.2f %9.2f %9.2f  %s %s" % (x - y, x, y, k[0][:20], k[1][:80]))
+print("%9s%s  %s" % ("B µs/tx", head, "function"))
+for k, (y, xs) in sorted(diff.items(), key=lambda kv: -(kv[1][1][0] - kv[1][0]))[:top]:
+    print("%9.2f%s  %s %s" % (y, "".join("%+9.2f" % (x - y) for x in xs), k[0][:20], k[1][:80]))
 print("... and less (noise, or work the hook saves)")
-for k, (x, y) in sorted(diff.items(), key=lambda kv: kv[1][0] - kv[1][1])[:5]:
-    print("%+9.2f %9.2f %9.2f  %s %s" % (x - y, x, y, k[0][:20], k[1][:80]))
+for k, (y, xs) in sorted(diff.items(), key=lambda kv: kv[1][1][0] - kv[1][0])[:5]:
+    print("%9.2f%s  %s %s" % (y, "".join("%+9.2f" % (x - y) for x in xs), k[0][:20], k[1][:80]))
 EOF
