@@ -19,27 +19,12 @@ SECS=${SECS:-6}
 ROUNDS=${ROUNDS:-2}
 NPOINTS=${NPOINTS:-200000}
 PORT=${PORT:-56404}
-PGBENCH=/usr/lib/postgresql/15/bin/pgbench
-[ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
-command -v perf >/dev/null || { echo "perf_share.sh: perf is not installed" >&2; exit 1; }
-work=$(pg_tmpdir)
-trap 'pg_stop "$work" immediate; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-die() { echo "perf_share.sh: $*" >&2; exit 1; }
+. "$here/perf_cluster.sh"
+perf_workdir
 IFS=, read -r -a libs <<<"${LIB:-installed}"
 for l in "${libs[@]}"; do [ "$l" = installed ] || cp "$l" "$work/$(md5sum <"$l" | cut -c1-8).so" || die "no $l"; done
 chmod 755 "$work"/*.so 2>/dev/null
-
-cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench
-pg_cluster_init "$work" "max_connections = 20" "shared_buffers = '128MB'" "synchronous_commit = off" "jit = off" \
-  "autovacuum = off" "shared_preload_libraries = 'ogc_throttle'" "ogc_throttle.mode = 'reject'" \
-  "ogc_throttle.capacity = 1000000000" "ogc_throttle.rate = 500" "ogc_throttle.cost_max = 1000000" || die "initdb failed"
-pg_start "$work" "$PORT" || die "postgres did not start"
-q() { as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres "$@"; }
-as_pg timeout 300 "$PGBENCH" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 || die "pgbench -i failed"
-q -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
-q -c "VACUUM ANALYZE" -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_density_build('pts', 'geom')" >/dev/null ||
-  die "setup failed"
+perf_cluster "$PORT"
 
 share() {  # perf script output -> "hook-owned %" (BREAKDOWN=1: and where inside the hook)
   python3 -c '

@@ -21,13 +21,8 @@ TOP=${TOP:-25}
 NPOINTS=${NPOINTS:-200000}
 PORT=${PORT:-56405}
 RATE=999
-PGBENCH=/usr/lib/postgresql/15/bin/pgbench
-[ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
-command -v perf >/dev/null || { echo "symbol_diff.sh: perf is not installed" >&2; exit 1; }
-work=$(pg_tmpdir)
-trap 'pg_stop "$work" immediate; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-die() { echo "symbol_diff.sh: $*" >&2; exit 1; }
+. "$here/perf_cluster.sh"
+perf_workdir
 # LIB=a.so[,b.so]: each build is a side of its own (A, C), next to the same B in every round.
 libs=(ogc_throttle)
 if [ -n "${LIB:-}" ]; then
@@ -38,20 +33,9 @@ if [ -n "${LIB:-}" ]; then
     libs+=("$work/lib$i.so")
   done
 fi
-sides=(A C)
 [ "${#libs[@]}" -le 2 ] || die "at most two builds"
-cp "$here/setup.sql" "$here/postgis.pgbench" "$work/" && chmod 644 "$work"/*.sql "$work"/*.pgbench
 IFS=';' read -r -a a_conf <<<"${A_CONF:-}"
-pg_cluster_init "$work" "max_connections = 20" "shared_buffers = '128MB'" "synchronous_commit = off" "jit = off" \
-  "autovacuum = off" "shared_preload_libraries = 'ogc_throttle'" "ogc_throttle.mode = 'reject'" \
-  "ogc_throttle.capacity = 1000000000" "ogc_throttle.rate = 500" "ogc_throttle.cost_max = 1000000" "${a_conf[@]}" ||
-  die "initdb failed"
-pg_start "$work" "$PORT" || die "postgres did not start"
-q() { as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$PORT" -U postgres -d postgres "$@"; }
-as_pg timeout 300 "$PGBENCH" -i -q -s 1 -h "$work" -p "$PORT" -U postgres postgres >/dev/null 2>&1 || die "pgbench -i failed"
-q -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null || die "setup.sql failed"
-q -c "VACUUM ANALYZE" -c "CREATE EXTENSION ogc_throttle" -c "SELECT throttle_density_build('pts', 'geom')" >/dev/null ||
-  die "setup failed"
+perf_cluster "$PORT" "${a_conf[@]}"
 
 # With (A) or without (B) the library: the GUCs stay in the file, where B ignores them. (The set-up
 # above ran with the installed library: CREATE EXTENSION loads it, and a second copy preloaded
