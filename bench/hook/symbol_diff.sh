@@ -8,8 +8,9 @@
 # hook makes PostgreSQL, PostGIS and the kernel do or do slower (their code and data evicted by the
 # hook's), at the price of noise: compare rounds, and read small differences as such.
 # Knobs: WORKLOAD (postgis, or select), SECS (8) per run, ROUNDS (3; odd rounds A first), LIB (an
-# ogc_throttle.so to preload instead of the installed one), A_CONF (more settings for A, separated by
-# ';'), TOP (25 functions), NPOINTS (200000). Needs perf and python3.
+# ogc_throttle.so to preload instead of the installed one; LIB=a.so,b.so: two builds, sides A and C,
+# beside the same B in each round), A_CONF (more settings for A and C, separated by ';'), TOP (25
+# functions), NPOINTS (200000). Needs perf and python3.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -49,7 +50,8 @@ restart() {  # restart SIDE: A and C the builds, B none
   pg_start "$work" "$PORT" || die "postgres did not start for $1"
 }
 
-# sample TAG SEED: one pgbench run (A and B of a round draw the same random arguments), perf on its backends -> TAG<TAB>µs per transaction<TAB>library<TAB>function
+# sample TAG SEED: one pgbench run, perf on its backends -> TAG<TAB>µs per transaction<TAB>library<TAB>function
+# (the sides of a round draw the same random arguments)
 sample() {
   local args=(-S)
   [ "$WORKLOAD" = postgis ] && args=(-f "$work/postgis.pgbench")
@@ -70,7 +72,9 @@ sample() {
 }
 
 echo "backend CPU per transaction by function (perf cpu-clock at $RATE Hz, pgbench -M prepared -c 2, $WORKLOAD, ${SECS}s a run)"
-echo "A: ${LIB:-the installed library}${LIB:+ (C: the second)} preloaded, mode reject${A_CONF:+, $A_CONF}; B: no library; the same cluster restarted between them"
+sides="A: ${LIB:-the installed library}"
+[ "${#libs[@]}" = 2 ] && sides="A: ${LIB%%,*}, C: ${LIB#*,}"
+echo "$sides preloaded, mode reject${A_CONF:+, $A_CONF}; B: no library; the same cluster restarted between them"
 for r in $(seq "$ROUNDS"); do
   order=(A B); [ "${#libs[@]}" = 2 ] && order=(A B C)
   [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${order[@]}" | tac))
