@@ -274,6 +274,27 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     return r;
 }
 
+double bucket_spend_if_held(const IdentityKey& key, double amount, core::Budget b, double owed) {
+    const TimestampTz now = GetCurrentTimestamp();
+    const uint32 hash = identity_hash(key);
+    LWLock* lock;
+    BucketEntry* e = bucket_for(key, hash, &lock, now);
+
+    SpinLockAcquire(&e->mutex);
+    e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
+    const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), amount, b);
+    const bool held = r.outcome == core::SpendOutcome::Allowed;
+    if (held) record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    const int64 tat = e->tat_ns;
+    SpinLockRelease(&e->mutex);
+    LWLockRelease(lock);
+    publish_tat(hash, tat);
+
+    if (held) count_spend(r, amount);
+    count_owed(owed);
+    return held ? r.remaining : -1.0;
+}
+
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
                                    double owed) {
     const TimestampTz now = GetCurrentTimestamp();

@@ -205,6 +205,32 @@ void pricing_aborted(SubTransactionId from) {
     if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) pricing = false;
 }
 
+namespace {
+
+// ogc_throttle.lazy_pricing: while the bucket holds cost_max, no estimate can refuse or delay a
+// statement (each is clamped to cost_max), so it is admitted unpriced against a deposit of
+// cost_max: every statement admitted after it while it runs sees no more tokens than with its
+// estimate deposited. Its measured time is what it pays, as any statement's. False: price it
+// (one in lazy_sample_every for calibration, the bucket short of cost_max, log mode, no true-up,
+// a statement nested in another).
+std::uint64_t lazy_seen = 0;
+
+bool admit_lazily(QueryDesc* qd, Mode mode) {
+    if (mode == Mode::Log || !true_up_enabled() || metering_nested()) return false;
+    if (setting_lazy_sample_every > 0 && ++lazy_seen % static_cast<std::uint64_t>(setting_lazy_sample_every) == 0)
+        return false;
+    const core::Budget b = usable_budget();
+    const IdentityKey& id = own_identity();
+    const double deposit = current_cost_max();
+    const double left = bucket_spend_if_held(id, deposit, b, take_owed(id, b));
+    if (left < 0) return false;
+    count_admitted(id, deposit, identity_serial(id));  // the unused deposit leaves the statistics at the end
+    metering_admitted(qd, id, b, mode, 0.0, deposit, left, nullptr);
+    return true;
+}
+
+}  // namespace
+
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;
     return admit(id, b, mode, 0.0, nullptr).tokens_left;
@@ -215,6 +241,7 @@ double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
 // is admitted in the mode's way.
 void executor_started(QueryDesc* qd, Mode mode, bool calls_extension) {
     if (!calls_extension) return admit_unpriced(qd, mode);
+    if (setting_lazy_pricing && admit_lazily(qd, mode)) return;
     // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
     // included, aborts the subtransaction it started in, and pricing_aborted
     // clears the flag.

@@ -23,6 +23,8 @@ bool setting_save = true;
 bool setting_charge_connection = true;
 int setting_max_samples = 10000;
 bool setting_calibration_samples = true;
+bool setting_lazy_pricing = false;
+int setting_lazy_sample_every = 16;
 
 // Read inline through settings.hpp's accessors (every statement reads them).
 namespace guc {
@@ -247,6 +249,19 @@ void define_settings() {
                             "run longer than the tokens its bucket held when it started, plus this grace.",
                             &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
+    DefineCustomBoolVariable("ogc_throttle.lazy_pricing",
+                             "Price a statement only when its bucket may not hold ogc_throttle.cost_max.",
+                             "on: a statement admitted while its bucket holds cost_max or more (no estimate could "
+                             "refuse or delay it) is not priced; cost_max is deposited while it runs and its "
+                             "measured time charged, as always. One in ogc_throttle.lazy_sample_every is priced "
+                             "anyway, for calibration.",
+                             &setting_lazy_pricing, setting_lazy_pricing, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("ogc_throttle.lazy_sample_every",
+                            "With lazy_pricing, price one in this many of the statements it could admit unpriced.",
+                            "0: none. The priced ones leave the calibration samples and the estimates the "
+                            "statistics show.",
+                            &setting_lazy_sample_every, setting_lazy_sample_every, 0, 1000000, PGC_SUSET, 0, nullptr,
+                            nullptr, nullptr);
     DefineCustomBoolVariable("ogc_throttle.charge_connection",
                              "Charge a new session the server CPU time its connection took to set up.",
                              "Fork, authentication (SCRAM's iterations), catalog caches and the role's settings: "

@@ -16,6 +16,8 @@ extern OT_LOCAL bool setting_save;
 extern OT_LOCAL bool setting_charge_connection;  // ogc_throttle.charge_connection
 extern OT_LOCAL int setting_max_samples;
 extern OT_LOCAL bool setting_calibration_samples;  // ogc_throttle.calibration_samples
+extern OT_LOCAL bool setting_lazy_pricing;         // ogc_throttle.lazy_pricing
+extern OT_LOCAL int setting_lazy_sample_every;     // ogc_throttle.lazy_sample_every
 
 // What the pricing hook does with a priced statement.
 enum class Mode { Off, Log, Delay, Reject };
