@@ -254,7 +254,11 @@ OT_HOT double bucket_quick_admit(const IdentityKey& key, core::Budget b) {
     return core::gcra_tokens(bound, now, b);
 }
 
-core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {
+// One visit to key's bucket: what is owed settled first, then decide(entry, now) under its spinlock
+// (it must not raise: gcra's arithmetic only), the TAT published on the debt board afterwards.
+template <class Decide>
+__attribute__((always_inline)) inline void visit_bucket(const IdentityKey& key, core::Budget b, double owed,
+                                                        Decide decide) {
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = identity_hash(key);
     LWLock* lock;
@@ -262,57 +266,43 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
 
     SpinLockAcquire(&e->mutex);
     e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
-    const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), cost, b);
-    record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    decide(e, now);
     const int64 tat = e->tat_ns;
     SpinLockRelease(&e->mutex);
     LWLockRelease(lock);
     publish_tat(hash, tat);
-
-    count_spend(r, cost);
     count_owed(owed);
+}
+
+core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget b, double owed) {
+    core::SpendResult r;
+    visit_bucket(key, b, owed, [&](BucketEntry* e, TimestampTz now) {
+        r = core::gcra_spend(e->tat_ns, to_ns(now), cost, b);
+        record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    });
+    count_spend(r, cost);
     return r;
 }
 
 double bucket_spend_if_held(const IdentityKey& key, double amount, core::Budget b, double owed) {
-    const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = identity_hash(key);
-    LWLock* lock;
-    BucketEntry* e = bucket_for(key, hash, &lock, now);
-
-    SpinLockAcquire(&e->mutex);
-    e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
-    const core::SpendResult r = core::gcra_spend(e->tat_ns, to_ns(now), amount, b);
-    const bool held = r.outcome == core::SpendOutcome::Allowed;
-    if (held) record_attempt(e, r.new_tat_ns, r.outcome, b, now);
-    const int64 tat = e->tat_ns;
-    SpinLockRelease(&e->mutex);
-    LWLockRelease(lock);
-    publish_tat(hash, tat);
-
-    if (held) count_spend(r, amount);
-    count_owed(owed);
-    return held ? r.remaining : -1.0;
+    core::SpendResult r;
+    visit_bucket(key, b, owed, [&](BucketEntry* e, TimestampTz now) {
+        r = core::gcra_spend(e->tat_ns, to_ns(now), amount, b);
+        if (r.outcome == core::SpendOutcome::Allowed) record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    });
+    if (r.outcome != core::SpendOutcome::Allowed) return -1.0;
+    count_spend(r, amount);
+    return r.remaining;
 }
 
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
                                    double owed) {
-    const TimestampTz now = GetCurrentTimestamp();
-    const uint32 hash = identity_hash(key);
-    LWLock* lock;
-    BucketEntry* e = bucket_for(key, hash, &lock, now);
-
-    SpinLockAcquire(&e->mutex);
-    e->tat_ns = settle_owed(e->tat_ns, now, owed, b);
-    const core::ReserveResult r = core::gcra_reserve(e->tat_ns, to_ns(now), cost, b, max_wait_us * 1000);
-    record_attempt(e, r.new_tat_ns, r.outcome, b, now);
-    const int64 tat = e->tat_ns;
-    SpinLockRelease(&e->mutex);
-    LWLockRelease(lock);
-    publish_tat(hash, tat);
-
+    core::ReserveResult r;
+    visit_bucket(key, b, owed, [&](BucketEntry* e, TimestampTz now) {
+        r = core::gcra_reserve(e->tat_ns, to_ns(now), cost, b, max_wait_us * 1000);
+        record_attempt(e, r.new_tat_ns, r.outcome, b, now);
+    });
     count_spend({r.outcome, r.new_tat_ns, 0, r.retry_after_s, 0}, cost);
-    count_owed(owed);
     return r;
 }
 
