@@ -67,12 +67,16 @@ check "a read-only transaction's commit adds nothing ($spent ms for 200 SELECT 1
 q "CREATE PROCEDURE many_commits() LANGUAGE plpgsql AS \$\$
    BEGIN FOR k IN 1..50 LOOP INSERT INTO w VALUES (k); COMMIT; END LOOP; END \$\$;
    GRANT EXECUTE ON PROCEDURE many_commits() TO wr" >/dev/null
+# Its reference is the server's duration line: a loaded CI run measured 19.952 ms at the client for a
+# CALL charged 15.6 ms, the rest being the client's wake-ups.
 before=$(tokens)
+off=$(log_size)
 took=$(u -c '\timing on' -c "CALL many_commits()" | ms_of)
 spent=$(spent_since "$before")
-echo "# CALL of 50 committed INSERTs: $took ms, bucket spent $spent ms"
-check "a procedure's own commits are charged once, with its CALL ($spent of $took ms)" \
-  awk -v s="$spent" -v t="$took" 'BEGIN { exit !(t > 0 && s >= 0.85 * t && s <= 1.1 * t + 1) }'
+server=$(durations_since "$off" "CALL many_commits()")
+echo "# CALL of 50 committed INSERTs: $took ms at the client, $server ms in the server's duration line, bucket spent $spent ms"
+check "a procedure's own commits are charged once, with its CALL ($spent of $server ms in the server, $took at the client)" \
+  awk -v s="$spent" -v d="$server" -v t="$took" 'BEGIN { exit !(d > 0 && s >= 0.85 * d && s <= 1.1 * t + 1) }'
 
 before=$(tokens)
 took=$(u -c "BEGIN" -c "INSERT INTO w VALUES (7)" -c '\timing on' -c "PREPARE TRANSACTION 'p1'" | ms_of)
