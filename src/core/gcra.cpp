@@ -53,6 +53,13 @@ SpendResult gcra_spend(std::int64_t tat_ns, std::int64_t now_ns, double cost, Bu
     return {SpendOutcome::Refused, tat_ns, tokens_for(debt, b), (after - tau) / kNanos, debt / kNanos};
 }
 
+SpendResult gcra_spend_keeping(std::int64_t tat_ns, std::int64_t now_ns, double cost, double keep,
+                               Budget b) noexcept {
+    const SpendResult probe = gcra_spend(tat_ns, now_ns, cost + keep, b);
+    if (probe.outcome != SpendOutcome::Allowed) return probe;
+    return gcra_spend(tat_ns, now_ns, cost, b);
+}
+
 ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b,
                            std::int64_t max_wait_ns) noexcept {
     if (cost > b.capacity) return {SpendOutcome::NeverFits, tat_ns, 0, 0.0};

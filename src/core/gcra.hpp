@@ -31,6 +31,10 @@ struct SpendResult {
 
 // Inputs are validated by the caller (finite, cost >= 0, capacity > 0, rate > 0).
 SpendResult gcra_spend(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept;
+// The spend of gcra_spend(cost), allowed only where keep more tokens would still be
+// left after it (a spend that must not leave the bucket short of what the next
+// statement may need); otherwise the outcome of gcra_spend(cost + keep).
+SpendResult gcra_spend_keeping(std::int64_t tat_ns, std::int64_t now_ns, double cost, double keep, Budget b) noexcept;
 
 // Delay-mode spend: the cost is charged now and the caller waits wait_ns for
 // its turn (its TAT may run past the burst tolerance: that is the queue).

@@ -284,10 +284,10 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
     return r;
 }
 
-double bucket_spend_if_held(const IdentityKey& key, double amount, core::Budget b, double owed) {
+double bucket_spend_if_held(const IdentityKey& key, double amount, double keep, core::Budget b, double owed) {
     core::SpendResult r;
     visit_bucket(key, b, owed, [&](BucketEntry* e, TimestampTz now) {
-        r = core::gcra_spend(e->tat_ns, to_ns(now), amount, b);
+        r = core::gcra_spend_keeping(e->tat_ns, to_ns(now), amount, keep, b);
         if (r.outcome == core::SpendOutcome::Allowed) record_attempt(e, r.new_tat_ns, r.outcome, b, now);
     });
     if (r.outcome != core::SpendOutcome::Allowed) return -1.0;

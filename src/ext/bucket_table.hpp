@@ -65,10 +65,11 @@ core::SpendResult bucket_spend(const IdentityKey& key, double cost, core::Budget
 core::ReserveResult bucket_reserve(const IdentityKey& key, double cost, core::Budget b, int64 max_wait_us,
                                    double owed = 0);
 void bucket_refund(const IdentityKey& key, double cost, core::Budget b);
-// Spends amount when the bucket holds it (owed settled first, whatever the outcome) and
-// returns the tokens left; otherwise leaves the bucket as it was, counts no refusal, and
-// returns a negative number. (ogc_throttle.lazy_pricing: enough tokens, no estimate needed.)
-double bucket_spend_if_held(const IdentityKey& key, double amount, core::Budget b, double owed);
+// Spends amount when the bucket holds it and keep more (owed settled first, whatever the
+// outcome) and returns the tokens left; otherwise leaves the bucket as it was, counts no
+// refusal, and returns a negative number. (ogc_throttle.lazy_pricing: enough tokens, no
+// estimate needed.)
+double bucket_spend_if_held(const IdentityKey& key, double amount, double keep, core::Budget b, double owed);
 // Whether a zero-cost statement can be admitted without visiting key's
 // bucket: when the lock-free debt board proves the bucket is not in debt, a
 // lower bound of its tokens (>= 0). Negative means only "visit the bucket"

@@ -207,12 +207,15 @@ void pricing_aborted(SubTransactionId from) {
 
 namespace {
 
-// ogc_throttle.lazy_pricing: while the bucket holds cost_max, no estimate can refuse or delay a
-// statement (each is clamped to cost_max), so it is admitted unpriced against a deposit of
-// cost_max: every statement admitted after it while it runs sees no more tokens than with its
-// estimate deposited. Its measured time is what it pays, as any statement's. False: price it
-// (one in lazy_sample_every for calibration, the bucket short of cost_max, log mode, no true-up,
-// a statement nested in another).
+// ogc_throttle.lazy_pricing: while the bucket holds twice cost_max, no estimate can refuse or
+// delay a statement (each is clamped to cost_max), so it is admitted unpriced against a deposit
+// of cost_max. The deposit is never less than its estimate would have been, so nothing admitted
+// beside it sees more tokens; and it leaves cost_max behind, so the statement after it is
+// admitted as it would have been beside its estimate (a bucket holding only cost_max would be
+// emptied: the next statements of a client that runs several at once refused where their
+// estimates fit). Its measured time is what it pays, as any statement's. False: price it (one
+// in lazy_sample_every for calibration, the bucket short of twice cost_max, log mode, no
+// true-up, a statement nested in another).
 std::uint64_t lazy_seen = 0;
 
 bool admit_lazily(QueryDesc* qd, Mode mode) {
@@ -222,7 +225,7 @@ bool admit_lazily(QueryDesc* qd, Mode mode) {
     const core::Budget b = usable_budget();
     const IdentityKey& id = own_identity();
     const double deposit = current_cost_max();
-    const double left = bucket_spend_if_held(id, deposit, b, take_owed(id, b));
+    const double left = bucket_spend_if_held(id, deposit, deposit, b, take_owed(id, b));
     if (left < 0) return false;
     count_admitted(id, deposit, identity_serial(id));  // the unused deposit leaves the statistics at the end
     metering_admitted(qd, id, b, mode, 0.0, deposit, left, nullptr);

@@ -107,6 +107,23 @@ TEST(Gcra, CostAboveCapacityNeverFits) {
     EXPECT_EQ(gcra_spend(0, kT0, 10.0, b).outcome, SpendOutcome::Allowed);
 }
 
+// lazy_pricing's deposit: spends only what it is asked, but only where keep more is left.
+TEST(Gcra, SpendKeepingLeavesAtLeastKeep) {
+    Budget b{1000, 10};
+    SpendResult r = gcra_spend_keeping(0, kT0, 500, 500, b);  // a full bucket: 500 spent, 500 left
+    ASSERT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_NEAR(r.remaining, 500, 1e-6);
+    EXPECT_EQ(r.new_tat_ns, gcra_spend(0, kT0, 500, b).new_tat_ns);
+    SpendResult again = gcra_spend_keeping(r.new_tat_ns, kT0, 1, 500, b);  // 500 held, 501 needed
+    EXPECT_EQ(again.outcome, SpendOutcome::Refused);
+    EXPECT_EQ(again.new_tat_ns, r.new_tat_ns);
+    EXPECT_EQ(gcra_spend(r.new_tat_ns, kT0, 500, b).outcome, SpendOutcome::Allowed);  // what it kept is there
+    // Refilled by 1 token (0.1 s): now 501 are held.
+    EXPECT_EQ(gcra_spend_keeping(r.new_tat_ns, kT0 + ns(0.1), 1, 500, b).outcome, SpendOutcome::Allowed);
+    // cost + keep above capacity never fits, however long one waits.
+    EXPECT_EQ(gcra_spend_keeping(0, kT0, 600, 500, b).outcome, SpendOutcome::NeverFits);
+}
+
 TEST(Gcra, ZeroCostAlwaysFitsAndCostsNothing) {
     Budget b{3, 1};
     std::int64_t tat = 0;
