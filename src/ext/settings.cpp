@@ -250,8 +250,8 @@ void define_settings() {
                             &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
                             nullptr);
     DefineCustomBoolVariable("ogc_throttle.lazy_pricing",
-                             "Price a statement only when its bucket may not hold ogc_throttle.cost_max.",
-                             "on: a statement admitted while its bucket holds cost_max or more (no estimate could "
+                             "Price a statement only when its bucket may not hold twice ogc_throttle.cost_max.",
+                             "on: a statement admitted while its bucket holds twice cost_max or more (no estimate could "
                              "refuse or delay it) is not priced; cost_max is deposited while it runs and its "
                              "measured time charged, as always. One in ogc_throttle.lazy_sample_every is priced "
                              "anyway, for calibration.",
