@@ -20,7 +20,8 @@
 # library watches, is in; about 10 minutes), LIB=a.so[,b.so] (the hook runs from these builds instead of
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
-# installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's).
+# installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's),
+# A_CONF (more settings for the hook's runs, as in run.sh: 'ogc_throttle.lazy_pricing = on; ...').
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -85,6 +86,12 @@ hooklib=${libs[0]}
 config_opts() {  # config_opts CONFIG: sets opts, the server's settings for that configuration
   local hook=(-c shared_preload_libraries="$hooklib" -c ogc_throttle.mode=reject
     -c ogc_throttle.capacity=1000000000 -c ogc_throttle.rate=500 -c ogc_throttle.cost_max=1000000)
+  local kv
+  IFS=';' read -ra extra <<<"${A_CONF:-}"
+  for kv in "${extra[@]}"; do
+    kv=$(tr -d ' ' <<<"$kv"); kv=${kv//\'/}
+    [ -n "$kv" ] && hook+=(-c "$kv")
+  done
   case $1 in
     none) opts=(-c shared_preload_libraries=) ;;
     reject) opts=("${hook[@]}") ;;

@@ -2,6 +2,7 @@
 #include "ext/hot.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
@@ -228,7 +229,8 @@ bool admit_lazily(QueryDesc* qd, Mode mode) {
     const double left = bucket_spend_if_held(id, deposit, deposit, b, take_owed(id, b));
     if (left < 0) return false;
     count_admitted(id, deposit, identity_serial(id));  // the unused deposit leaves the statistics at the end
-    metering_admitted(qd, id, b, mode, 0.0, deposit, left, nullptr);
+    // Its estimate is unknown, not 0: throttle_last_statement() shows NULL.
+    metering_admitted(qd, id, b, mode, std::numeric_limits<double>::quiet_NaN(), deposit, left, nullptr);
     return true;
 }
 

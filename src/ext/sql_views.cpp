@@ -1,4 +1,6 @@
 // Set-returning functions behind the throttle_buckets and throttle_stats views.
+#include <cmath>
+
 #include "ext/boundary.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
@@ -100,6 +102,7 @@ OT_SQL_FUNCTION(throttle_last_statement) {
     const LastStatement l = last_statement();
     Datum values[] = {Float8GetDatum(l.estimate), Float8GetDatum(l.measured), Float8GetDatum(l.charged),
                       BoolGetDatum(l.cutoff)};
-    bool nulls[lengthof(values)] = {!l.valid, !l.valid, !l.valid, !l.valid};
+    // NaN: admitted unpriced (ogc_throttle.lazy_pricing).
+    bool nulls[lengthof(values)] = {!l.valid || std::isnan(l.estimate), !l.valid, !l.valid, !l.valid};
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
