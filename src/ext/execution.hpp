@@ -60,9 +60,9 @@ inline double elapsed_ms(const instr_time& start) {
     return static_cast<double>(ns) * 1e-6;
 }
 
-// Opens the record of a top-level statement just admitted (null when all 64
-// slots are taken: it then keeps its deposit as its charge). qd may be null
-// (a utility statement).
+// Opens the record of a top-level statement just admitted (never null: as
+// many as the session has open; out of memory for one is an ERROR). qd may be
+// null (a utility statement).
 Execution* open_execution(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mode mode, double estimate,
                           double deposit, double tokens_left, const core::PlanFeatures* features, int workers);
 // Runs body(arg) as one metered pass of e: timed, cut off at its deadline,

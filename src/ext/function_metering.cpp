@@ -109,7 +109,6 @@ void start(const FmgrInfo* call) {
     // Nothing to estimate: admitted unless the bucket is in debt (a refusal is an ERROR from here).
     const double tokens_left = admit_further_pass(id, b, mode);
     Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
-    if (e == nullptr) return;  // 64 open cursors: unmetered, as their own statements would be
     meter_begin(e, &call_cb);
     call_exec = e;
     metered_call = call;

@@ -26,6 +26,7 @@ extern "C" {
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/pquery.h"
+#include "utils/memutils.h"
 }
 
 namespace ot::ext {
@@ -35,9 +36,20 @@ int run_depth = 0;             // executor passes on the stack (ExecutorRun/Exec
 
 namespace {
 
-constexpr int kMaxOpen = 64;
-Execution open_execs[kMaxOpen];
+// Records live in blocks of 64 that never move or shrink: the first static,
+// the rest allocated as a session opens more cursors at once. A bounded store
+// was a way out of the metering: with every slot taken by an idle cursor, the
+// next statement ran unmetered (never cut off, charged its estimate or after
+// the fact).
+constexpr int kBlock = 64;
+Execution open_execs[kBlock];
+Execution** blocks = nullptr;  // blocks[k] holds slots [k * kBlock, (k + 1) * kBlock); [0] is open_execs
+int n_slots = kBlock;
 int open_high = 0;  // slots [0, open_high) may be in use
+
+__attribute__((always_inline)) inline Execution* slot(int i) {
+    return likely(i < kBlock) ? &open_execs[i] : &blocks[i / kBlock][i % kBlock];
+}
 
 LastStatement last = {false, 0, 0, 0, false};
 
@@ -85,7 +97,7 @@ __attribute__((always_inline)) inline SubTransactionId current_subtransaction() 
 __attribute__((always_inline)) inline Execution* find_open(QueryDesc* qd) {
     if (qd != nullptr && last_opened->qd == qd) return last_opened;
     for (int i = 0; i < open_high; i++)
-        if (open_execs[i].in_use && open_execs[i].qd == qd) return &open_execs[i];
+        if (Execution* e = slot(i); e->in_use && e->qd == qd) return e;
     return nullptr;
 }
 
@@ -149,7 +161,7 @@ __attribute__((always_inline)) inline void release_slot(Execution* e) {
         open_high = 0;
         return;
     }
-    while (open_high > 0 && !open_execs[open_high - 1].in_use) open_high--;
+    while (open_high > 0 && !slot(open_high - 1)->in_use) open_high--;
 }
 
 // The statement is over: what is left of the deposit was not used. Only a
@@ -176,6 +188,38 @@ __attribute__((always_inline)) inline void finish_inline(Execution* e, bool comp
 
 void finish(Execution* e, bool completed) { finish_inline(e, completed); }
 
+// The index of a free slot while another is in use: the lowest free one, or a
+// new block's first. Memory for a record is small beside the portal it
+// meters; a session that cannot get it gets an error, not an unmetered
+// statement.
+__attribute__((noinline)) int free_slot() {
+    for (int i = 0; i < n_slots; i++)
+        if (!slot(i)->in_use) return i;
+    const int nblocks = n_slots / kBlock;
+    auto* table = static_cast<Execution**>(MemoryContextAllocExtended(
+        TopMemoryContext, sizeof(Execution*) * (nblocks + 1), MCXT_ALLOC_NO_OOM));
+    auto* block = static_cast<Execution*>(
+        MemoryContextAllocExtended(TopMemoryContext, sizeof(Execution) * kBlock, MCXT_ALLOC_NO_OOM | MCXT_ALLOC_ZERO));
+    if (table == nullptr || block == nullptr) {
+        if (table != nullptr) pfree(table);
+        if (block != nullptr) pfree(block);
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+                        errmsg("ogc_throttle: out of memory for the record of statement number %d open in this session",
+                               n_slots + 1),
+                        errhint("Close cursors this session no longer reads.")));
+    }
+    if (blocks == nullptr)
+        table[0] = open_execs;
+    else
+        for (int k = 0; k < nblocks; k++) table[k] = blocks[k];
+    table[nblocks] = block;
+    Execution** old = blocks;
+    blocks = table;  // (the records stay where they are; only the table of blocks moves)
+    n_slots += kBlock;
+    if (old != nullptr) pfree(old);
+    return n_slots - kBlock;
+}
+
 // Opens the record of a top-level statement just admitted: inlined into the
 // unpriced statement's fast path, where most of its arguments are constants.
 __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, const IdentityKey& id, core::Budget b,
@@ -187,10 +231,9 @@ __attribute__((always_inline)) inline Execution* open_record(QueryDesc* qd, cons
         e = &open_execs[0];  // nothing open: the first slot, as the scan below would find
         open_high = 1;
     } else {
-        for (int i = 0; i < kMaxOpen && e == nullptr; i++)
-            if (!open_execs[i].in_use) e = &open_execs[i];
-        if (e == nullptr) return nullptr;  // 64 open cursors: this one keeps its estimate as its charge
-        open_high = std::max(open_high, static_cast<int>(e - open_execs) + 1);
+        const int i = free_slot();
+        e = slot(i);
+        open_high = std::max(open_high, i + 1);
     }
     // Field by field: zeroing the whole record (its features are most of it)
     // was a tenth of an unpriced statement's admission. features is read
@@ -448,8 +491,7 @@ __attribute__((noinline)) void end_and_refit(QueryDesc* qd) {
 // CONCURRENTLY) keeps its own record: it is on the stack, its pass settles it.
 void finish_from(SubTransactionId from) {
     for (int i = 0; i < open_high; i++)
-        if (open_execs[i].in_use && open_execs[i].subid >= from && &open_execs[i] != running)
-            finish(&open_execs[i], false);
+        if (Execution* e = slot(i); e->in_use && e->subid >= from && e != running) finish(e, false);
 }
 
 void on_xact_other(XactEvent event);

@@ -138,6 +138,35 @@ check "in debt, a FETCH from a function's cursor is refused with 53T01" \
   grep -q 'ERROR:  53T01: ogc_throttle: statement refused: budget exhausted' "$DIR/t.err"
 q "ALTER ROLE tiles RESET ogc_throttle.cutoff_grace; ALTER ROLE tiles SET ogc_throttle.capacity = 60000" >/dev/null
 
+# --- a session holding more cursors than one block of records (64) is metered all the same: its
+# next statement is cut off at its deadline (the 65th record was missing: it ran unmetered, for as long
+# as it liked), and each cursor still pays its FETCHes
+q "ALTER ROLE tiles SET ogc_throttle.cutoff_grace = '100ms'; ALTER ROLE tiles SET ogc_throttle.capacity = 300" >/dev/null
+reset_tiles
+decl=""
+for i in $(seq 1 130); do decl+="DECLARE c$i CURSOR FOR SELECT pg_sleep(0.05), i FROM generate_series(1, 2) i; "; done
+start=$(date +%s.%N)
+out=$(t <<SQL
+BEGIN;
+$decl
+FETCH ALL FROM c130;
+CLOSE c130;
+SELECT 'fetched', round(measured) FROM throttle_last_statement();
+SELECT pg_sleep(5);
+ROLLBACK;
+\! psql -X -q -h "$DIR" -p "$PORT" -U postgres -d postgres -c "SELECT throttle_reset('tiles')" >/dev/null
+SELECT 'after', count(*) FROM pg_cursors;
+SQL
+)
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "# 130 open cursors, then pg_sleep(5) on a 300 ms budget: $(grep -m1 ERROR "$DIR/t.err"), after ${took}s; $(echo "$out" | tr '\n' ' ')"
+check "the 130th cursor's FETCH (two 50 ms rows) is metered" grep -qE '^fetched\|(9[5-9]|1[0-9][0-9])$' <<<"$out"
+check "a statement past its budget beside 130 open cursors is cancelled with 53T01" \
+  grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/t.err"
+check "within 2 s, not after its 5 s" approx "$took" "<" 2
+check "the session is usable afterwards, its 130 cursors gone" grep -q '^after|0$' <<<"$out"
+q "ALTER ROLE tiles RESET ogc_throttle.cutoff_grace; ALTER ROLE tiles SET ogc_throttle.capacity = 60000" >/dev/null
+
 # --- SET ROLE to a group role does not open a second budget
 reset_tiles; q "SELECT throttle_reset('grp')" >/dev/null
 t -c "SET ROLE grp" -c "SELECT pg_sleep(0.2)" >/dev/null
