@@ -67,7 +67,7 @@ ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost
     const std::int64_t after = base - now_ns + charge_ns(cost, b.rate);
     const std::int64_t wait = std::max<std::int64_t>(0, after - tolerance_ns(b));
     if (wait > max_wait_ns) return {SpendOutcome::Refused, tat_ns, 0, (wait - max_wait_ns) / kNanos};
-    return {SpendOutcome::Allowed, base + charge_ns(cost, b.rate), wait, 0.0};
+    return {SpendOutcome::Allowed, base + charge_ns(cost, b.rate), wait, 0.0, tokens_for(after - wait, b)};
 }
 
 std::int64_t gcra_refund(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b) noexcept {

@@ -45,6 +45,7 @@ struct ReserveResult {
     std::int64_t new_tat_ns;
     std::int64_t wait_ns;
     double retry_after_s;  // when refused: how much sooner the queue must drain
+    double remaining;      // when allowed: tokens in the bucket once the wait is over (0 after a wait)
 };
 ReserveResult gcra_reserve(std::int64_t tat_ns, std::int64_t now_ns, double cost, Budget b,
                            std::int64_t max_wait_ns) noexcept;

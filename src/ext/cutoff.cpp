@@ -21,6 +21,7 @@ namespace ot::ext {
 volatile sig_atomic_t cutoff_fired = 0;
 volatile int64 pass_deadline_ns = 0;
 volatile int64 timer_due_ns = 0;  // (execution.hpp says how the timer is kept)
+volatile int64 stage_deadline_ns = 0;
 
 // pass_deadline_ns (monotonic clock, the clock of pass_start) is the running
 // pass's deadline, 0 between passes and for a pass with no limit.
@@ -95,16 +96,34 @@ void arm_timer(int64 start_ns, double capped_ms) {
 
 
 
+namespace {
+Stage stage_on = Stage::None;
+Execution stage_rec;  // what cutoff_context reports of the stage (in no slot: no statement's record)
+ErrorContextCallback stage_cb;
+}  // namespace
+
 // Turns the cancel our timer requested into the refusal it is. Runs inside
 // errfinish for every error raised under a metered pass: C only.
+// Only the first: 53T01 is an error like any other to an exception handler
+// (PL/pgSQL's WHEN OTHERS catches it, where it leaves a cancel alone), and a
+// statement that catches it and goes on is cancelled again as PostgreSQL
+// cancels (57014, which only a handler naming query_canceled catches, as it
+// could defeat statement_timeout), with the same message. Within a stage, the
+// statements it runs count as one.
 void cutoff_context(void* arg) {
     auto* e = static_cast<Execution*>(arg);
     if (!cutoff_fired || geterrcode() != ERRCODE_QUERY_CANCELED) return;
+    const bool in_stage = stage_on != Stage::None;
+    const bool again = e->cutoff || (in_stage && stage_rec.cutoff);
     e->cutoff = true;
+    if (in_stage) stage_rec.cutoff = true;
     const double used = elapsed_ms(e->pass_start);
     const double over = used - std::max(0.0, e->tokens_left) - e->deposit;
-    errcode(kBudgetExhausted);
-    errmsg("ogc_throttle: statement cancelled: identity \"%s\" ran past its budget", e->id.bytes);
+    if (!again) errcode(kBudgetExhausted);
+    errmsg(again ? "ogc_throttle: statement cancelled again: identity \"%s\" ran past its budget and caught the "
+                   "first cancellation (53T01)"
+                 : "ogc_throttle: statement cancelled: identity \"%s\" ran past its budget",
+           e->id.bytes);
     if (spenders(*e) > 1)
         errdetail("It ran %.0f ms with up to %.0f parallel workers, each spending the same budget; its budget allowed "
                   "%.0f ms of running when it started (tokens left, the unused estimate and ogc_throttle.cutoff_grace, "
@@ -126,6 +145,48 @@ void cutoff_context(void* arg) {
         enable_timeout_after(cutoff_timeout, 10);
         timer_due_ns = mono_ns(now) + 10000000;
     }
+}
+
+void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, double tokens_left,
+                 const instr_time* start) {
+    if (stage_on != Stage::None || !metering_idle() || mode == Mode::Log) return;
+    stage_rec.id = id;
+    stage_rec.budget = b;
+    stage_rec.mode = mode;
+    stage_rec.tokens_left = tokens_left;
+    stage_rec.deposit = 0;
+    stage_rec.workers = 0;
+    stage_rec.cutoff = false;
+    if (start != nullptr)
+        stage_rec.pass_start = *start;
+    else
+        INSTR_TIME_SET_CURRENT(stage_rec.pass_start);
+    arm_cutoff(&stage_rec);
+    if (pass_deadline_ns == 0) return;  // no limit
+    stage_deadline_ns = pass_deadline_ns;
+    stage_on = which;
+    stage_cb.callback = cutoff_context;
+    stage_cb.arg = &stage_rec;
+    stage_cb.previous = error_context_stack;
+    error_context_stack = &stage_cb;
+}
+
+void stage_end(Stage which, bool completed) {
+    if (stage_on != which) return;
+    stage_on = Stage::None;
+    // (Under a PG_TRY begun before the stage, its end has restored the stack already.)
+    if (error_context_stack == &stage_cb) error_context_stack = stage_cb.previous;
+    stage_deadline_ns = 0;
+    if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);
+    disarm_cutoff(completed);
+}
+
+void stage_aborted(Stage which) {
+    if (stage_on != which) return;
+    stage_on = Stage::None;  // (the error's handler has reset error_context_stack)
+    stage_deadline_ns = 0;
+    if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);
+    disarm_cutoff(false);
 }
 
 }  // namespace ot::ext

@@ -139,33 +139,55 @@ inline double pass_allowance_ms(const Execution& e) {
     const double have = std::max(0.0, e.tokens_left) + e.deposit;
     return have / (n - per_ms) + grace;
 }
+// Planning and pricing run before the statement they prepare is admitted, and
+// both can run what the user wrote (an immutable function the planner folds,
+// a function in a pricing argument, for as long as it likes): each is a
+// stage with a deadline of its own, set as a pass's is from what the bucket
+// held when it began. The deadline of the stage on the stack (0: none) holds
+// under the statements it runs: a pass there ends at the earlier of the two,
+// and leaves the stage's deadline in force when it ends.
+extern OT_LOCAL volatile int64 stage_deadline_ns;
 // Sets the deadline of the pass e begins (its pass_start read), inline in the
 // passes (a call and its frame were a sixth of its cost).
 inline void arm_cutoff(Execution* e) {
     cutoff_fired = 0;
     const double allowed = pass_allowance_ms(*e);
     e->allowed_ms = allowed;
-    if (allowed < 0) {
+    const int64 outer = stage_deadline_ns;
+    if (likely(allowed < 0 && outer == 0)) {
         pass_deadline_ns = 0;
         return;
     }
-    const double capped = allowed < 2e9 ? allowed : 2e9;
     const int64 start_ns = mono_ns(e->pass_start);
-    const int64 deadline = start_ns + static_cast<int64>(capped * 1e6);
+    int64 deadline = outer;
+    if (allowed >= 0) {
+        const int64 own = start_ns + static_cast<int64>((allowed < 2e9 ? allowed : 2e9) * 1e6);
+        if (outer == 0 || own < outer) deadline = own;
+    }
     pass_deadline_ns = deadline;  // before the test below: a timer firing now re-targets itself at it
     // Armed no later than this deadline: it stays.
     const int64 due = timer_due_ns;
     if (due != 0 && due <= deadline && timer_armed()) return;
-    arm_timer(start_ns, capped);
+    arm_timer(start_ns, deadline > start_ns ? static_cast<double>(deadline - start_ns) * 1e-6 : 0.0);
 }
 inline void disarm_cutoff(bool completed) {
-    pass_deadline_ns = 0;  // the timer stays armed for the next pass, and lapses if there is none
+    pass_deadline_ns = stage_deadline_ns;  // the timer stays armed for the next pass, and lapses if there is none
     if (likely(!cutoff_fired)) return;
     // Fired as the pass was completing: the cancel it requested is no longer ours to deliver.
     if (completed) QueryCancelPending = false;
     cutoff_fired = 0;
 }
 void cutoff_context(void* execution);
+// A stage (above) begins: its deadline from tokens_left, what the bucket holds.
+// Nothing when another stage or a metered pass is on the stack (its deadline
+// holds already), in log mode or without a limit. Stages end by stage_end()
+// (its caller's PG_TRY has restored error_context_stack on an error) or, when
+// an error leaves one without a PG_TRY, by stage_aborted().
+enum class Stage { None, Planning, Pricing };
+void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, double tokens_left,
+                 const instr_time* start = nullptr);  // (null: now)
+void stage_end(Stage which, bool completed);
+void stage_aborted(Stage which);
 // Parallel workers the plan's Gather nodes may launch (0 without any).
 int planned_workers_walk(const PlannedStmt* stmt);
 inline int planned_workers(const PlannedStmt* stmt) {

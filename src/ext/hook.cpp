@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ext/boundary.hpp"
+#include "ext/execution.hpp"
 #include "ext/bucket_table.hpp"
 #include "ext/identity_stats.hpp"
 #include "ext/metering.hpp"
@@ -124,7 +125,10 @@ OT_HOT Admitted admit(const IdentityKey& id, core::Budget b, Mode mode, double c
         record_statement(id, {cost, false, r.wait_ns / 1000});
     else if (priced)
         count_admitted(id, cost, identity_serial(id));
-    return {cost, 0.0};
+    // What the bucket holds when its turn comes: what the statement may run on
+    // beyond its estimate (0 was read as an empty bucket, and an unpriced
+    // statement on a full one was cut off at the grace).
+    return {cost, r.remaining};
 }
 
 // A statement that calls no extension function (the plan's invalidation
@@ -148,9 +152,25 @@ OT_HOT void admit_unpriced(QueryDesc* qd, Mode mode) {
     metering_admitted(qd, id, b, mode, 0.0, a.deposit, a.tokens_left, nullptr);
 }
 
+// Pricing evaluates its arguments, and an argument may call a function the
+// user wrote (an immutable one, in a generic plan, with this execution's
+// parameters): it gets the tokens the bucket holds now as its allowance, as a
+// pass would (the debt board's bound when it proves one, else a look at the
+// bucket).
+void begin_pricing_stage(Mode mode) {
+    if (mode == Mode::Log || !metering_idle() || cutoff_grace_ms() < 0) return;
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    double tokens = bucket_quick_admit_inline(id, b, identity_serial(id));
+    if (tokens < 0) tokens = bucket_peek(id, b).tokens;
+    stage_begin(Stage::Pricing, id, b, mode, tokens);
+}
+
 void price_and_charge(QueryDesc* qd) {
     const Mode mode = current_mode();
+    begin_pricing_stage(mode);  // (over before the admission: a delay's wait is not pricing)
     const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
+    stage_end(Stage::Pricing, true);
     const double cost = p.ncalls > 0 ? p.price.total : 0.0;
     if (p.ncalls > 0) {
         count_hook_event(HookEvent::Priced);
@@ -203,7 +223,10 @@ core::Budget usable_budget_check(core::Budget b) {
 
 
 void pricing_aborted(SubTransactionId from) {
-    if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) pricing = false;
+    if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) {
+        pricing = false;
+        stage_aborted(Stage::Pricing);
+    }
 }
 
 namespace {

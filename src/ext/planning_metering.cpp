@@ -16,8 +16,9 @@ extern "C" {
 // statement's custom plans) would otherwise cost nothing, and the planner can
 // be made to work for seconds (many-way joins). The planning of a top-level
 // statement is refused while the bucket is in debt and its measured time is
-// charged, as an executor pass's is. It has no deadline of its own:
-// statement_timeout bounds it, and its charge refuses what comes next.
+// charged, as an executor pass's is, and it is cut off as a pass is when it
+// runs past what the bucket held (a function the planner folds runs here, an
+// immutable one the user wrote included: execution.hpp's stages).
 namespace ot::ext {
 
 int planning_depth = 0;  // the planner evaluating functions plans their queries too
@@ -58,17 +59,24 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
     pl.mode = current_mode();
     // Refused while in debt. The debt board proves most buckets out of debt
     // without a call or a visit to the bucket, as for an unpriced statement.
-    if (pl.mode != Mode::Reject || bucket_quick_admit_inline(own, pl.b, pl.serial) < 0)
-        admit_further_pass(pl.id, pl.b, pl.mode);
+    double tokens = pl.mode == Mode::Reject ? bucket_quick_admit_inline(own, pl.b, pl.serial) : -1;
+    if (tokens < 0) tokens = admit_further_pass(pl.id, pl.b, pl.mode);
     INSTR_TIME_SET_CURRENT(pl.start);
     pl.metered_before = measured_so_far_ms();
     PlannedStmt* out = nullptr;
+    volatile bool planned = false;  // (read after a longjmp)
     planning_depth++;
     PG_TRY();
-    { out = call_planner(parse, query, options, params); }
+    {
+        // Begun inside the PG_TRY, whose end restores error_context_stack to what it was before.
+        stage_begin(Stage::Planning, pl.id, pl.b, pl.mode, tokens, &pl.start);
+        out = call_planner(parse, query, options, params);
+        planned = true;
+    }
     PG_FINALLY();
     {
         planning_depth--;
+        stage_end(Stage::Planning, planned);
         // Queries the planner runs (a function folded at plan time) are
         // statements of their own, admitted, cut off at their deadline and
         // charged: what they measured is not planning's to charge again.

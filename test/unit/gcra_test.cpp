@@ -300,3 +300,23 @@ TEST(GcraTolerance, IsTheEdgeOfAZeroCostSpend) {
         EXPECT_EQ(gcra_spend(kT0 + tol + 1, kT0, 0, b).outcome, SpendOutcome::Refused) << b.capacity << "/" << b.rate;
     }
 }
+
+// Delay mode: what a reservation leaves is what the statement may run on once
+// its turn comes (its cut-off allowance): the bucket's tokens when it did not
+// wait, nothing when it did.
+TEST(GcraReserve, RemainingIsWhatTheTurnLeaves) {
+    const Budget b{10, 2};
+    ReserveResult r = gcra_reserve(0, kT0, 3.0, b, ns(10));
+    ASSERT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_EQ(r.wait_ns, 0);
+    EXPECT_NEAR(r.remaining, 7.0, 1e-9);
+    r = gcra_reserve(r.new_tat_ns, kT0, 7.0, b, ns(10));
+    ASSERT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_EQ(r.wait_ns, 0);
+    EXPECT_NEAR(r.remaining, 0.0, 1e-9);
+    r = gcra_reserve(r.new_tat_ns, kT0, 4.0, b, ns(10));  // empty: 4 tokens come in 2 s
+    ASSERT_EQ(r.outcome, SpendOutcome::Allowed);
+    EXPECT_NEAR(static_cast<double>(r.wait_ns), 2e9, 1e4);  // (less the tolerance's ppm slack)
+    EXPECT_NEAR(r.remaining, 0.0, 1e-9);
+    EXPECT_EQ(gcra_reserve(r.new_tat_ns, kT0, 4.0, b, ns(3)).outcome, SpendOutcome::Refused);  // a 4 s wait
+}

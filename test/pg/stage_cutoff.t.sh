@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Work before admission and work that dodges its cancel, as a throttled role would try them:
+# - a function the planner folds (an IMMUTABLE one the role wrote, spinning in PL/pgSQL with no
+#   statement inside) runs while the statement is planned;
+# - a function in a pricing argument (a generic plan's ST_DWithin radius) runs while it is priced;
+# both had no deadline and ran as long as they liked on a budget of 300 ms. Each is now cut off
+# as an executor pass is, with 53T01, and charged.
+# - a function that catches its cancel (WHEN OTHERS catches 53T01, where it leaves a plain cancel
+#   alone) and goes on is cancelled again as PostgreSQL cancels (57014), which it cannot catch so.
+# - delay mode: an unpriced statement on a full bucket was cut off at the grace (the reservation's
+#   tokens read as 0); it runs on the tokens the bucket holds.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+cluster_up 55497 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE plain LOGIN; GRANT CREATE ON SCHEMA public TO plain;
+   CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint(i * 0.001, 0), 4326) AS geom FROM generate_series(1, 1000) i;
+   CREATE TABLE few AS SELECT i, ST_SetSRID(ST_MakePoint(i * 0.001, 0), 4326) AS geom FROM generate_series(1, 3) i;
+   GRANT SELECT ON pts, few TO plain;
+   ALTER ROLE plain SET ogc_throttle.mode = 'reject';
+   ALTER ROLE plain SET ogc_throttle.capacity = 300;
+   ALTER ROLE plain SET ogc_throttle.rate = 0.01;
+   ALTER ROLE plain SET ogc_throttle.cutoff_grace = '100ms';
+   ALTER ROLE plain SET ogc_throttle.charge_connection = off;" >/dev/null || { not_ok "setup"; tap_exit; }
+
+# p SQL...: one session of plain's (stdout -At, stderr in $DIR/p.err); its seconds in $DIR/took
+# (p runs in $(...), a subshell)
+p() {
+  local t0; t0=$(date +%s%N)
+  as_pg psql -X -h "$DIR" -p "$PORT" -U plain -d postgres -At -v VERBOSITY=verbose "$@" 2>"$DIR/p.err"
+  awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }' >"$DIR/took"
+}
+tokens() { q "SELECT round(tokens) FROM throttle_peek('plain')"; }
+reset() { q "SELECT throttle_reset('plain')" >/dev/null; }
+# (psql's own start and the set-up of a session are a few tenths of a second on this VM)
+within() { fcmp "$(cat "$DIR/took")" "<" "$1"; }
+
+p -c 'CREATE FUNCTION spin(ms float8) RETURNS float8 IMMUTABLE LANGUAGE plpgsql AS $$
+        DECLARE t timestamptz := clock_timestamp(); n bigint := 0;
+        BEGIN WHILE clock_timestamp() < t + ms * interval '"'"'1 ms'"'"' LOOP n := n + 1; END LOOP; RETURN 0.01; END $$;
+      CREATE FUNCTION stubborn(n int) RETURNS int LANGUAGE plpgsql AS $$
+        DECLARE caught int := 0;
+        BEGIN FOR i IN 1..n LOOP
+          BEGIN PERFORM count(*) FROM generate_series(1, 2000000);
+          EXCEPTION WHEN OTHERS THEN caught := caught + 1; END;
+        END LOOP; RETURN caught; END $$;' >/dev/null
+[ -s "$DIR/p.err" ] && { not_ok "functions created"; cat "$DIR/p.err"; tap_exit; }
+
+# --- folded at plan time: 5 s of PL/pgSQL on a 300 ms budget
+reset
+out=$(p -c "SELECT spin(5000)")
+echo "# spin(5000), folded while planning: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m2 -E 'ERROR|DETAIL' "$DIR/p.err" | tr '\n' ' ')"
+check "planning past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "within 2 s, not after the function's 5 s" within 2
+check "DETAIL says what it used and what the budget allowed" grep -qE 'DETAIL:  It used [0-9]+ ms of server time; its budget allowed (3[5-9][0-9]|40[0-9]) ms' "$DIR/p.err"
+check "its time is charged (the bucket in debt)" fcmp "$(tokens)" "<" 0
+
+# --- evaluated while pricing: a generic plan's radius is spin($1), run before the statement is admitted
+reset
+out=$(p -c "SET plan_cache_mode = force_generic_plan" \
+        -c "PREPARE r(float8) AS SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0 0)'::geometry, spin(\$1))" \
+        -c "EXECUTE r(5000)")
+echo "# EXECUTE r(5000), spin(\$1) evaluated while pricing: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
+check "pricing past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "within 2 s, not after the function's 5 s" within 2
+check "its time is charged (the bucket in debt)" fcmp "$(tokens)" "<" 0
+reset
+out=$(p -c "SET plan_cache_mode = force_generic_plan" \
+        -c "PREPARE r(float8) AS SELECT count(*) FROM few WHERE ST_DWithin(geom, 'SRID=4326;POINT(0 0)'::geometry, spin(\$1))" \
+        -c "EXECUTE r(20)" -c "SELECT 'next', 1")
+check "(control) a radius within the budget (20 ms to price, 3 rows of 20 ms to run) is priced and run" grep -qx 'next|1' <<<"$out"
+check_eq "(control) ... without an error" "" "$(cat "$DIR/p.err")"
+
+# --- a statement that catches its cancel and goes on
+reset
+out=$(p -c "SELECT stubborn(200)" -c "SELECT 'caught', count(*) FROM pg_stat_activity WHERE usename = 'plain'")
+echo "# stubborn(200) (200 x ~100 ms, each caught WHEN OTHERS): after $(cat "$DIR/took")s; $(grep ERROR "$DIR/p.err" | tr '\n' ' ')"
+check "it is cancelled again, with 57014, which WHEN OTHERS does not catch" \
+  grep -q 'ERROR:  57014: ogc_throttle: statement cancelled again: identity "plain" ran past its budget and caught the first cancellation (53T01)' "$DIR/p.err"
+check "within 2 s, not after its 20 s of loop" within 2
+
+# --- delay mode: the tokens a reservation leaves are the statement's allowance
+q "ALTER ROLE plain SET ogc_throttle.mode = 'delay'; ALTER ROLE plain SET ogc_throttle.capacity = 60000;
+   ALTER ROLE plain SET ogc_throttle.rate = 1" >/dev/null
+reset
+out=$(p -c "SELECT 'slept', pg_sleep(2.5)" -c "SELECT round(measured), cutoff FROM throttle_last_statement()")
+echo "# delay mode, pg_sleep(2.5) on a full 60 s bucket: $(tr '\n' ' ' <<<"$out") after $(cat "$DIR/took")s; $(grep -m1 ERROR "$DIR/p.err")"
+check "a statement within a full bucket runs to its end in delay mode" grep -qx 'slept|' <<<"$out"
+check "... not cut off" grep -qE '^25[0-9][0-9]\|f$' <<<"$out"
+q "ALTER ROLE plain SET ogc_throttle.capacity = 300; ALTER ROLE plain SET ogc_throttle.rate = 0.01" >/dev/null
+reset
+out=$(p -c "SELECT pg_sleep(5)")
+echo "# delay mode, pg_sleep(5) on a 300 ms bucket: after $(cat "$DIR/took")s; $(grep -m1 ERROR "$DIR/p.err")"
+check "(control) delay mode still cuts off a statement past its bucket" grep -q '53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "(control) ... within 2 s" within 2
+
+tap_exit
