@@ -108,8 +108,8 @@ ErrorContextCallback stage_cb;
 // (PL/pgSQL's WHEN OTHERS catches it, where it leaves a cancel alone), and a
 // statement that catches it and goes on is cancelled again as PostgreSQL
 // cancels (57014, which only a handler naming query_canceled catches, as it
-// could defeat statement_timeout), with the same message. Within a stage, the
-// statements it runs count as one.
+// could defeat statement_timeout), in a message that says so. Within a stage,
+// the statements it runs count as one.
 void cutoff_context(void* arg) {
     auto* e = static_cast<Execution*>(arg);
     if (!cutoff_fired || geterrcode() != ERRCODE_QUERY_CANCELED) return;
