@@ -7,6 +7,7 @@
 #include "ext/sqlstates.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/plannodes.h"
 #include "storage/latch.h"
@@ -98,6 +99,7 @@ void arm_timer(int64 start_ns, double capped_ms) {
 
 namespace {
 Stage stage_on = Stage::None;
+SubTransactionId stage_subid = InvalidSubTransactionId;  // the one the stage began in
 Execution stage_rec;  // what cutoff_context reports of the stage (in no slot: no statement's record)
 ErrorContextCallback stage_cb;
 }  // namespace
@@ -165,6 +167,7 @@ void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, 
     if (pass_deadline_ns == 0) return;  // no limit
     stage_deadline_ns = pass_deadline_ns;
     stage_on = which;
+    stage_subid = GetCurrentSubTransactionId();
     stage_cb.callback = cutoff_context;
     stage_cb.arg = &stage_rec;
     stage_cb.previous = error_context_stack;
@@ -181,8 +184,8 @@ void stage_end(Stage which, bool completed) {
     disarm_cutoff(completed);
 }
 
-void stage_aborted(Stage which) {
-    if (stage_on != which) return;
+void stages_aborted(SubTransactionId from) {
+    if (stage_on == Stage::None || (from != InvalidSubTransactionId && from > stage_subid)) return;
     stage_on = Stage::None;  // (the error's handler has reset error_context_stack)
     stage_deadline_ns = 0;
     if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);

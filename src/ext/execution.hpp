@@ -182,12 +182,15 @@ void cutoff_context(void* execution);
 // Nothing when another stage or a metered pass is on the stack (its deadline
 // holds already), in log mode or without a limit. Stages end by stage_end()
 // (its caller's PG_TRY has restored error_context_stack on an error) or, when
-// an error leaves one without a PG_TRY, by stage_aborted().
-enum class Stage { None, Planning, Pricing };
+// an error leaves one without a PG_TRY, when (sub)transaction `from` (Invalid:
+// the whole one) that it began in, or an ancestor of it, aborts.
+// Start: the executor's start (its initial partition pruning runs the plan's
+// functions) and the pricing after it, up to the admission.
+enum class Stage { None, Planning, Start };
 void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, double tokens_left,
                  const instr_time* start = nullptr);  // (null: now)
 void stage_end(Stage which, bool completed);
-void stage_aborted(Stage which);
+void stages_aborted(SubTransactionId from);
 // Parallel workers the plan's Gather nodes may launch (0 without any).
 int planned_workers_walk(const PlannedStmt* stmt);
 inline int planned_workers(const PlannedStmt* stmt) {

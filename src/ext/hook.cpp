@@ -152,25 +152,10 @@ OT_HOT void admit_unpriced(QueryDesc* qd, Mode mode) {
     metering_admitted(qd, id, b, mode, 0.0, a.deposit, a.tokens_left, nullptr);
 }
 
-// Pricing evaluates its arguments, and an argument may call a function the
-// user wrote (an immutable one, in a generic plan, with this execution's
-// parameters): it gets the tokens the bucket holds now as its allowance, as a
-// pass would (the debt board's bound when it proves one, else a look at the
-// bucket).
-void begin_pricing_stage(Mode mode) {
-    if (mode == Mode::Log || !metering_idle() || cutoff_grace_ms() < 0) return;
-    const IdentityKey& id = own_identity();
-    const core::Budget b = usable_budget();
-    double tokens = bucket_quick_admit_inline(id, b, identity_serial(id));
-    if (tokens < 0) tokens = bucket_peek(id, b).tokens;
-    stage_begin(Stage::Pricing, id, b, mode, tokens);
-}
-
 void price_and_charge(QueryDesc* qd) {
     const Mode mode = current_mode();
-    begin_pricing_stage(mode);  // (over before the admission: a delay's wait is not pricing)
     const StatementPricing p = price_planned_statement(qd->plannedstmt, qd->params);
-    stage_end(Stage::Pricing, true);
+    stage_end(Stage::Start, true);  // (before the admission: a delay's wait is not the start's)
     const double cost = p.ncalls > 0 ? p.price.total : 0.0;
     if (p.ncalls > 0) {
         count_hook_event(HookEvent::Priced);
@@ -225,7 +210,6 @@ core::Budget usable_budget_check(core::Budget b) {
 void pricing_aborted(SubTransactionId from) {
     if (pricing && (from == InvalidSubTransactionId || from <= pricing_subid)) {
         pricing = false;
-        stage_aborted(Stage::Pricing);
     }
 }
 
@@ -259,6 +243,21 @@ bool admit_lazily(QueryDesc* qd, Mode mode) {
 
 }  // namespace
 
+// The executor's start runs the plan's functions in its initial partition
+// pruning, and pricing evaluates the arguments it prices, with this
+// execution's parameters: both may run a function the user wrote (an
+// immutable one, in a generic plan) for as long as it likes. Their stage gets
+// the tokens the bucket holds now as its allowance, as a pass would (the debt
+// board's bound when it proves one, else a look at the bucket).
+void begin_start_stage(Mode mode) {
+    if (mode == Mode::Log || !metering_idle() || cutoff_grace_ms() < 0) return;
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    double tokens = bucket_quick_admit_inline(id, b, identity_serial(id));
+    if (tokens < 0) tokens = bucket_peek(id, b).tokens;
+    stage_begin(Stage::Start, id, b, mode, tokens);
+}
+
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
     if (mode == Mode::Log) return b.capacity;
     return admit(id, b, mode, 0.0, nullptr).tokens_left;
@@ -268,8 +267,11 @@ double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
 // a statement that calls extension functions is priced, one that calls none
 // is admitted in the mode's way.
 void executor_started(QueryDesc* qd, Mode mode, bool calls_extension) {
-    if (!calls_extension) return admit_unpriced(qd, mode);
-    if (setting_lazy_pricing && admit_lazily(qd, mode)) return;
+    if (!calls_extension) {
+        stage_end(Stage::Start, true);
+        return admit_unpriced(qd, mode);
+    }
+    if (setting_lazy_pricing && admit_lazily(qd, mode)) return stage_end(Stage::Start, true);
     // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
     // included, aborts the subtransaction it started in, and pricing_aborted
     // clears the flag.

@@ -17,6 +17,9 @@ void install_hooks();
 // admits an unpriced statement in reject mode itself): prices the statement
 // and charges it, or admits one with nothing to price (calls_extension false).
 void executor_started(QueryDesc* qd, Mode mode, bool calls_extension);
+// Before that start: begins the stage (execution.hpp) that executor_started()
+// ends before its admission (an error ends it with its (sub)transaction).
+void begin_start_stage(Mode mode);
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);

@@ -516,6 +516,7 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
         pricing_aborted(InvalidSubTransactionId);
+        stages_aborted(InvalidSubTransactionId);
     }
     switch (event) {
         case XACT_EVENT_PRE_COMMIT:
@@ -554,6 +555,7 @@ void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId p
     current_subid = parentSubid;  // (its clean-up follows; no statement runs in the aborted one)
     top_level_aborted(mySubid);
     pricing_aborted(mySubid);
+    stages_aborted(mySubid);
     if (open_high > 0) finish_from(mySubid);
 }
 
@@ -658,9 +660,11 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
 // never reads the statistics of a table, or calls a function, that the user
 // may not, and a refusal never comes before a privilege error.
 __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
-    start_next(qd, eflags);
     const Mode mode = current_mode();
-    if (metered_start(mode, eflags)) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
+    const bool metered = metered_start(mode, eflags);
+    if (metered) begin_start_stage(mode);
+    start_next(qd, eflags);
+    if (metered) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
 }
 
 // The usual statement (nothing to price, reject mode, a board that proves its

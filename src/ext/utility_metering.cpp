@@ -37,6 +37,16 @@ bool reads_held_rows(const FetchStmt* f) {
     return PortalIsValid(portal) && portal->holdStore != nullptr && portal->queryDesc == nullptr;
 }
 
+// EXECUTE evaluates its parameters before anything is metered (neither
+// planned nor priced): a function there ran for as long as it liked, before
+// any admission. Only plain literals leave it to the statement's own meters.
+bool evaluates_functions(const ExecuteStmt* x) {
+    const ListCell* lc;
+    foreach (lc, x->params)
+        if (!IsA(lfirst(lc), A_Const)) return true;
+    return false;
+}
+
 bool does_work(const Node* n) {
     switch (nodeTag(n)) {
         case T_IndexStmt:
@@ -51,6 +61,7 @@ bool does_work(const Node* n) {
         case T_DoStmt:  // PL/pgSQL's simple expressions never reach the executor hooks
         case T_CallStmt: return true;
         case T_FetchStmt: return reads_held_rows(reinterpret_cast<const FetchStmt*>(n));
+        case T_ExecuteStmt: return evaluates_functions(reinterpret_cast<const ExecuteStmt*>(n));
         // Fires the deferred triggers now, foreign-key checks included: built-in
         // code around their passes that nothing else would time.
         case T_ConstraintsSetStmt: return !reinterpret_cast<const ConstraintsSetStmt*>(n)->deferred;
@@ -96,8 +107,8 @@ bool finishes_prepared(const Node* n) {
 }
 
 // The kinds of statement this hook may do something for: does_work()'s, and
-// TransactionStmt (COMMIT/ROLLBACK PREPARED). Every other kind (EXECUTE, SET,
-// BEGIN, ...) goes straight on by a tail call, with no frame of ours.
+// TransactionStmt (COMMIT/ROLLBACK PREPARED). Every other kind (SET, BEGIN,
+// ...) goes straight on by a tail call, with no frame of ours.
 inline bool may_meter(NodeTag tag) {
     switch (tag) {
         case T_IndexStmt:
@@ -112,6 +123,7 @@ inline bool may_meter(NodeTag tag) {
         case T_DoStmt:
         case T_CallStmt:
         case T_FetchStmt:
+        case T_ExecuteStmt:
         case T_ConstraintsSetStmt:
         case T_TransactionStmt: return true;
         default: return false;

@@ -3,7 +3,9 @@
 # - a function the planner folds (an IMMUTABLE one the role wrote, spinning in PL/pgSQL with no
 #   statement inside) runs while the statement is planned;
 # - a function in a pricing argument (a generic plan's ST_DWithin radius) runs while it is priced;
-# both had no deadline and ran as long as they liked on a budget of 300 ms. Each is now cut off
+# - a function in EXECUTE's parameters runs before anything is planned;
+# - a function in a generic plan's initial partition pruning runs in the executor's start;
+# all had no deadline and ran as long as they liked on a budget of 300 ms. Each is now cut off
 # as an executor pass is, with 53T01, and charged.
 # - a function that catches its cancel (WHEN OTHERS catches 53T01, where it leaves a plain cancel
 #   alone) and goes on is cancelled again as PostgreSQL cancels (57014), which it cannot catch so.
@@ -71,6 +73,28 @@ out=$(p -c "SET plan_cache_mode = force_generic_plan" \
         -c "EXECUTE r(20)" -c "SELECT 'next', 1")
 check "(control) a radius within the budget (20 ms to price, 3 rows of 20 ms to run) is priced and run" grep -qx 'next|1' <<<"$out"
 check_eq "(control) ... without an error" "" "$(cat "$DIR/p.err")"
+
+# --- evaluated by EXECUTE before anything else: its parameters
+reset
+out=$(p -c "PREPARE e(float8) AS SELECT \$1" -c "EXECUTE e(spin(5000))")
+echo "# EXECUTE e(spin(5000)): after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
+check "EXECUTE's parameters past the budget are cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "within 2 s, not after the function's 5 s" within 2
+reset
+out=$(p -c "PREPARE e(float8) AS SELECT \$1" -c "EXECUTE e(2.5)" -c "EXECUTE e(spin(10))")
+check_eq "(control) EXECUTE with a literal, and with a short function, answer" "PREPARE 2.5 0.01" "$(echo $out)"
+
+# --- evaluated by the executor's start: a generic plan's initial partition pruning
+p -c "CREATE TABLE pt (k float8) PARTITION BY RANGE (k);
+      CREATE TABLE pt1 PARTITION OF pt FOR VALUES FROM (0) TO (1);
+      CREATE TABLE pt2 PARTITION OF pt FOR VALUES FROM (1) TO (2)" >/dev/null
+reset
+out=$(p -c "SET plan_cache_mode = force_generic_plan" -c "PREPARE k(float8) AS SELECT count(*) FROM pt WHERE k = spin(\$1)" \
+        -c "EXPLAIN (COSTS OFF) EXECUTE k(0)" -c "EXECUTE k(5000)")
+echo "# EXECUTE k(5000), spin(\$1) in the initial pruning: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
+check "(control) the plan prunes partitions at the executor's start" grep -q 'Subplans Removed' <<<"$out"
+check "the executor's start past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "within 2 s, not after the function's 5 s" within 2
 
 # --- a statement that catches its cancel and goes on
 reset
