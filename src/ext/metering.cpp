@@ -659,12 +659,16 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
 // privileges on every relation and function of the plan by then, so pricing
 // never reads the statistics of a table, or calls a function, that the user
 // may not, and a refusal never comes before a privilege error.
+// Only a plan that calls a function outside PostgreSQL's own (the user's, or
+// an extension's) has something in its start or its pricing that could run
+// long: it alone starts under a stage.
 __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     const Mode mode = current_mode();
     const bool metered = metered_start(mode, eflags);
-    if (metered) begin_start_stage(mode);
+    const bool calls_extension = metered && calls_extension_functions(qd->plannedstmt);
+    if (calls_extension) begin_start_stage(mode);
     start_next(qd, eflags);
-    if (metered) executor_started(qd, mode, calls_extension_functions(qd->plannedstmt));
+    if (metered) executor_started(qd, mode, calls_extension);
 }
 
 // The usual statement (nothing to price, reject mode, a board that proves its

@@ -135,7 +135,10 @@ void on_utility_slow(PlannedStmt* pstmt, const char* query, bool read_only_tree,
 
 OT_HOT void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tree, ProcessUtilityContext context,
                        ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
-    if (likely(!may_meter(nodeTag(pstmt->utilityStmt)))) {
+    const Node* stmt = pstmt->utilityStmt;
+    // (An EXECUTE of literals, the usual one, goes on here as well: its statement is metered.)
+    if (likely(!may_meter(nodeTag(stmt)) ||
+               (IsA(stmt, ExecuteStmt) && !evaluates_functions(reinterpret_cast<const ExecuteStmt*>(stmt))))) {
         return utility_next(pstmt, query, read_only_tree, context, params, env, dest, qc);
     }
     on_utility_slow(pstmt, query, read_only_tree, context, params, env, dest, qc);
