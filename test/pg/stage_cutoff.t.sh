@@ -54,7 +54,7 @@ reset
 out=$(p -c "SELECT spin(5000)")
 echo "# spin(5000), folded while planning: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m2 -E 'ERROR|DETAIL' "$DIR/p.err" | tr '\n' ' ')"
 check "planning past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
-check "within 2 s, not after the function's 5 s" within 2
+check "planning: within 2 s, not after the function's 5 s" within 2
 check "DETAIL says what it used and what the budget allowed" grep -qE 'DETAIL:  It used [0-9]+ ms of server time; its budget allowed (3[5-9][0-9]|40[0-9]) ms' "$DIR/p.err"
 check "its time is charged (the bucket in debt)" fcmp "$(tokens)" "<" 0
 
@@ -65,7 +65,7 @@ out=$(p -c "SET plan_cache_mode = force_generic_plan" \
         -c "EXECUTE r(5000)")
 echo "# EXECUTE r(5000), spin(\$1) evaluated while pricing: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
 check "pricing past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
-check "within 2 s, not after the function's 5 s" within 2
+check "pricing: within 2 s, not after the function's 5 s" within 2
 check "its time is charged (the bucket in debt)" fcmp "$(tokens)" "<" 0
 reset
 out=$(p -c "SET plan_cache_mode = force_generic_plan" \
@@ -79,7 +79,7 @@ reset
 out=$(p -c "PREPARE e(float8) AS SELECT \$1" -c "EXECUTE e(spin(5000))")
 echo "# EXECUTE e(spin(5000)): after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
 check "EXECUTE's parameters past the budget are cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
-check "within 2 s, not after the function's 5 s" within 2
+check "EXECUTE: within 2 s, not after the function's 5 s" within 2
 reset
 out=$(p -c "PREPARE e(float8) AS SELECT \$1" -c "EXECUTE e(2.5)" -c "EXECUTE e(spin(10))")
 check_eq "(control) EXECUTE with a literal, and with a short function, answer" "PREPARE 2.5 0.01" "$(echo $out)"
@@ -94,7 +94,7 @@ out=$(p -c "SET plan_cache_mode = force_generic_plan" -c "PREPARE k(float8) AS S
 echo "# EXECUTE k(5000), spin(\$1) in the initial pruning: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
 check "(control) the plan prunes partitions at the executor's start" grep -q 'Subplans Removed' <<<"$out"
 check "the executor's start past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
-check "within 2 s, not after the function's 5 s" within 2
+check "pruning: within 2 s, not after the function's 5 s" within 2
 
 # --- a statement that catches its cancel and goes on
 reset
