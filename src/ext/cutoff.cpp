@@ -97,11 +97,22 @@ void arm_timer(int64 start_ns, double capped_ms) {
 
 
 
-namespace {
 Stage stage_on = Stage::None;
+
+namespace {
 SubTransactionId stage_subid = InvalidSubTransactionId;  // the one the stage began in
 Execution stage_rec;  // what cutoff_context reports of the stage (in no slot: no statement's record)
 ErrorContextCallback stage_cb;
+
+// stage_cb out of the chain, wherever it is (an abort may have restored a
+// chain that still holds a conversion's: linked twice, it would loop).
+void unlink_stage_cb() {
+    for (ErrorContextCallback** p = &error_context_stack; *p != nullptr; p = &(*p)->previous)
+        if (*p == &stage_cb) {
+            *p = stage_cb.previous;
+            return;
+        }
+}
 }  // namespace
 
 // Turns the cancel our timer requested into the refusal it is. Runs inside
@@ -170,6 +181,14 @@ void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, 
     stage_subid = GetCurrentSubTransactionId();
     stage_cb.callback = cutoff_context;
     stage_cb.arg = &stage_rec;
+    if (which == Stage::Conversion) {
+        unlink_stage_cb();
+        ErrorContextCallback** bottom = &error_context_stack;
+        while (*bottom != nullptr) bottom = &(*bottom)->previous;
+        stage_cb.previous = nullptr;
+        *bottom = &stage_cb;
+        return;
+    }
     stage_cb.previous = error_context_stack;
     error_context_stack = &stage_cb;
 }
@@ -178,7 +197,10 @@ void stage_end(Stage which, bool completed) {
     if (stage_on != which) return;
     stage_on = Stage::None;
     // (Under a PG_TRY begun before the stage, its end has restored the stack already.)
-    if (error_context_stack == &stage_cb) error_context_stack = stage_cb.previous;
+    if (which == Stage::Conversion)
+        unlink_stage_cb();
+    else if (error_context_stack == &stage_cb)
+        error_context_stack = stage_cb.previous;
     stage_deadline_ns = 0;
     if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);
     disarm_cutoff(completed);
@@ -186,7 +208,10 @@ void stage_end(Stage which, bool completed) {
 
 void stages_aborted(SubTransactionId from) {
     if (stage_on == Stage::None || (from != InvalidSubTransactionId && from > stage_subid)) return;
-    stage_on = Stage::None;  // (the error's handler has reset error_context_stack)
+    // (The error's handler has reset error_context_stack, or restored one
+    // that may hold a conversion's callback, linked at its bottom.)
+    if (stage_on == Stage::Conversion) unlink_stage_cb();
+    stage_on = Stage::None;
     stage_deadline_ns = 0;
     if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);
     disarm_cutoff(false);

@@ -82,6 +82,10 @@ extern OT_LOCAL Execution* running;
 extern OT_LOCAL int run_depth;
 // No metered pass on the stack, no executor pass either.
 inline bool metering_idle() { return running == nullptr && run_depth == 0; }
+// The subtransaction an executor's start that opened no record yet began in
+// (Invalid: none is on the stack); an abort of that subtransaction clears it.
+extern OT_LOCAL SubTransactionId start_subid;
+inline bool executor_starting() { return start_subid != InvalidSubTransactionId; }
 
 // commit_metering.cpp: the deferred-trigger phase of a commit, metered as a
 // whole. Its passes report their start and end; the transaction's end closes it.
@@ -186,11 +190,20 @@ void cutoff_context(void* execution);
 // the whole one) that it began in, or an ancestor of it, aborts.
 // Start: the executor's start (its initial partition pruning runs the plan's
 // functions) and the pricing after it, up to the admission.
-enum class Stage { None, Planning, Start };
+// Conversion: work a message does outside every meter (hook.hpp,
+// begin_conversion_stage), up to its answer or a wait for a turn. It begins
+// deep inside that work, where a callback pushed on error_context_stack
+// would be popped by its callers' own (a Bind pops its per-parameter
+// callback as the top of the stack): its callback goes to the bottom.
+enum class Stage { None, Planning, Start, Conversion };
+extern OT_LOCAL Stage stage_on;
 void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, double tokens_left,
                  const instr_time* start = nullptr);  // (null: now)
 void stage_end(Stage which, bool completed);
 void stages_aborted(SubTransactionId from);
+inline void end_conversion_stage() {
+    if (unlikely(stage_on == Stage::Conversion)) stage_end(Stage::Conversion, true);
+}
 // Parallel workers the plan's Gather nodes may launch (0 without any).
 int planned_workers_walk(const PlannedStmt* stmt);
 inline int planned_workers(const PlannedStmt* stmt) {

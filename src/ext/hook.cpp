@@ -63,6 +63,7 @@ SubTransactionId pricing_subid = InvalidSubTransactionId;  // the one it started
 // pg_cancel_backend, postmaster death); a waiter interrupted before its turn
 // gives its reservation back. No C++ object lives in this frame.
 __attribute__((cold)) void wait_for_turn(const IdentityKey& id, double cost, core::Budget b, int64 wait_us) {
+    end_conversion_stage();  // (a meter's admission: the wait is not the conversion's, what follows is metered)
     const TimestampTz deadline = GetCurrentTimestamp() + wait_us;
     PG_TRY();
     {
@@ -254,6 +255,26 @@ void begin_start_stage(Mode mode) {
     double tokens = bucket_quick_admit_inline(id, b, identity_serial(id));
     if (tokens < 0) tokens = bucket_peek(id, b).tokens;
     stage_begin(Stage::Start, id, b, mode, tokens);
+}
+
+// What a message makes the backend evaluate outside every meter: a Bind's or
+// an EXECUTE's parameters converted to a domain whose CHECK calls functions
+// (pg_sleep(VALUE), a function the role wrote), a fast-path call's arguments,
+// the expressions of a utility statement that is not metered. Charged with
+// the message at its answer (message_metering.cpp), and without this run as
+// long as they liked first: 3 s of pg_sleep in a CHECK on a 300 ms budget.
+// Refused while the bucket is in debt, as a further pass is; the stage's
+// deadline is set from what the bucket holds.
+void begin_conversion_stage() {
+    const Mode mode = current_mode();
+    if (stage_on != Stage::None || mode == Mode::Off || mode == Mode::Log || !true_up_enabled() ||
+        cutoff_grace_ms() < 0 || IsParallelWorker() || !shared_memory_ready())
+        return;
+    const IdentityKey& id = own_identity();
+    const core::Budget b = usable_budget();
+    double tokens = mode == Mode::Reject ? bucket_quick_admit_inline(id, b, identity_serial(id)) : -1;
+    if (tokens < 0) tokens = admit_further_pass(id, b, mode);
+    stage_begin(Stage::Conversion, id, b, mode, tokens);
 }
 
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {

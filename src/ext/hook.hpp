@@ -20,6 +20,9 @@ void executor_started(QueryDesc* qd, Mode mode, bool calls_extension);
 // Before that start: begins the stage (execution.hpp) that executor_started()
 // ends before its admission (an error ends it with its (sub)transaction).
 void begin_start_stage(Mode mode);
+// A function is about to run while no meter holds the clock (function_metering.cpp's
+// object access hook): begins the conversion stage (execution.hpp), unless a stage is on.
+void begin_conversion_stage();
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);

@@ -273,6 +273,7 @@ inline void answered(char type) {
         }
         return;
     }
+    end_conversion_stage();  // (its work is the message's, which this answer ends)
     if (!metered_backend() || !between_meters()) return;
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     const double now_metered = metered();

@@ -33,6 +33,7 @@ namespace ot::ext {
 
 Execution* running = nullptr;  // the top-level execution whose pass is on the stack
 int run_depth = 0;             // executor passes on the stack (ExecutorRun/ExecutorFinish)
+SubTransactionId start_subid = InvalidSubTransactionId;  // (execution.hpp)
 
 namespace {
 
@@ -506,6 +507,7 @@ OT_HOT void on_xact(XactEvent event, void*) {
             return;  // nothing to flush: commit_flush_begin() would find no xid
     } else if (event == XACT_EVENT_COMMIT) {
         current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
+        end_conversion_stage();               // (never past its transaction, whose subtransactions it names)
         if (likely(!commit_flush_on) && open_high == 0) return;
     }
     on_xact_other(event);
@@ -513,8 +515,10 @@ OT_HOT void on_xact(XactEvent event, void*) {
 
 __attribute__((noinline)) void on_xact_other(XactEvent event) {
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE) current_subid = TopSubTransactionId;
+    if (event == XACT_EVENT_PREPARE) end_conversion_stage();
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
+        start_subid = InvalidSubTransactionId;
         pricing_aborted(InvalidSubTransactionId);
         stages_aborted(InvalidSubTransactionId);
     }
@@ -554,6 +558,7 @@ void on_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId p
     }
     current_subid = parentSubid;  // (its clean-up follows; no statement runs in the aborted one)
     top_level_aborted(mySubid);
+    if (start_subid != InvalidSubTransactionId && start_subid >= mySubid) start_subid = InvalidSubTransactionId;
     pricing_aborted(mySubid);
     stages_aborted(mySubid);
     if (open_high > 0) finish_from(mySubid);
@@ -667,7 +672,10 @@ __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     const bool metered = metered_start(mode, eflags);
     const bool calls_extension = metered && calls_extension_functions(qd->plannedstmt);
     if (calls_extension) begin_start_stage(mode);
+    const SubTransactionId outer = start_subid;
+    if (outer == InvalidSubTransactionId) start_subid = current_subid;
     start_next(qd, eflags);
+    start_subid = outer;
     if (metered) executor_started(qd, mode, calls_extension);
 }
 

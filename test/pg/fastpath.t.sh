@@ -95,6 +95,17 @@ check "a fast-path call past its budget is cancelled with 53T01" grep -q '^error
 check "... within 2 s" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
 r=$(fn "$BURN" int:10)
 check "in debt, the next fast-path call is refused with 53T01" grep -q '^error 53T01 .*refused' <<<"$r"
+# An argument's conversion runs before the call's own meter: a domain whose CHECK sleeps as long as
+# the argument says ran to its end (5 s on a 200 ms budget, charged afterwards).
+q "CREATE DOMAIN sleepy AS float8 CHECK (pg_sleep(VALUE / 1000)::text = '');
+   CREATE FUNCTION nap_arg(s sleepy) RETURNS int LANGUAGE sql AS 'SELECT 1';
+   SELECT throttle_reset('fp')" >/dev/null
+start=$(date +%s.%N)
+r=$(fn "$(q "SELECT 'nap_arg(sleepy)'::regprocedure::oid")" float8:5000)
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "# PQfn nap_arg(5000), its argument's CHECK sleeping 5 s, on a 200 ms budget: $r, after ${took}s"
+check "a fast-path argument's conversion past the budget is cancelled with 53T01" grep -q '^error 53T01 .*cancelled' <<<"$r"
+check "... within 2 s" awk -v t="$took" 'BEGIN { exit !(t < 2) }'
 q "ALTER ROLE fp SET ogc_throttle.capacity = 60000; ALTER ROLE fp RESET ogc_throttle.cutoff_grace" >/dev/null
 
 # --- log mode logs the built-in call and serves it; mode off meters nothing --------------------------

@@ -4,6 +4,8 @@
 #   statement inside) runs while the statement is planned;
 # - a function in a pricing argument (a generic plan's ST_DWithin radius) runs while it is priced;
 # - a function in EXECUTE's parameters runs before anything is planned;
+# - a domain's CHECK runs when a parameter is converted to the domain, in a Bind and in EXECUTE's
+#   literal parameters, before anything is planned: a function the role wrote, or pg_sleep(VALUE);
 # - a function in a generic plan's initial partition pruning runs in the executor's start;
 # all had no deadline and ran as long as they liked on a budget of 300 ms. Each is now cut off
 # as an executor pass is, with 53T01, and charged.
@@ -84,6 +86,60 @@ reset
 out=$(p -c "PREPARE e(float8) AS SELECT \$1" -c "EXECUTE e(2.5)" -c "EXECUTE e(spin(10))")
 check_eq "(control) EXECUTE with a literal, and with a short function, answer" "PREPARE 2.5 0.01" "$(echo $out)"
 
+# --- a parameter's conversion, before anything is planned or started: a domain's CHECK runs where a
+#     parameter becomes the domain's type, in a Bind (the extended protocol, as every driver sends
+#     parameters) and in EXECUTE's evaluation of its literal parameters. It may call a function the
+#     role wrote (spin) or a built-in one (pg_sleep) for as long as the parameter says.
+p -c 'CREATE DOMAIN slowd AS float8 CHECK (spin(VALUE) > 0)' \
+  -c "CREATE DOMAIN sleepy AS float8 CHECK (pg_sleep(VALUE / 1000)::text = '')" >/dev/null
+PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
+printf 'SELECT $1::slowd' >"$DIR/slowd.sql"; printf 'SELECT $1::sleepy' >"$DIR/sleepy.sql"
+printf 5000 >"$DIR/p5000"; printf 20 >"$DIR/p20"
+chmod 644 "$DIR/slowd.sql" "$DIR/sleepy.sql" "$DIR/p5000" "$DIR/p20"
+bind() { as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=plain dbname=postgres" "$DIR/$1.sql" "$DIR/$2"; }
+bind_ms() { awk '{ print $1 == "ok" ? $2 : $3 }' <<<"$1"; }
+for d in slowd sleepy; do
+  reset
+  r=$(bind $d p5000)
+  echo "# Bind of \$1::$d = 5000 (its CHECK runs 5 s): $r; tokens $(tokens)"
+  check "$d: a Bind's parameter conversion past the budget is cancelled with 53T01" grep -q '^error 53T01 ' <<<"$r"
+  check "$d: ... within 2 s, not after the CHECK's 5 s" fcmp "$(bind_ms "$r")" "<" 2000
+  check "$d: ... its time is charged (the bucket in debt)" fcmp "$(tokens)" "<" 0
+  reset
+  r=$(bind $d p20)
+  check "(control) $d: a Bind whose CHECK takes 20 ms answers" grep -q '^ok ' <<<"$r"
+  reset
+  out=$(p -c "PREPARE d($d) AS SELECT \$1" -c "EXECUTE d(5000)")
+  echo "# EXECUTE d(5000), a literal converted to $d: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
+  check "$d: EXECUTE's literal parameter past the budget is cancelled with 53T01" \
+    grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+  check "$d: ... within 2 s, not after the CHECK's 5 s" within 2
+  reset
+  out=$(p -c "PREPARE d($d) AS SELECT \$1" -c "EXECUTE d('x')" -c "EXECUTE d(20)" -c "SELECT 'next'")
+  check_eq "(control) $d: ... and with 20 ms of CHECK, answers, after a conversion that failed" \
+    "PREPARE 20 next" "$(echo $out)"
+  check "(control) $d: ... which failed with its own error" grep -q 'ERROR:  22P02: invalid input syntax for type double precision' "$DIR/p.err"
+done
+# A CHECK whose function catches its cancel (53T01, inside its own subtransactions) goes no further:
+# the queries it runs after it are refused (the bucket is in debt), and so is the EXECUTE.
+p -c 'CREATE DOMAIN stubd AS int CHECK (stubborn(VALUE) >= 0)' >/dev/null
+reset
+out=$(p -c "PREPARE s(stubd) AS SELECT \$1" -c "EXECUTE s(200)" -c "SELECT 'after'")
+echo "# EXECUTE s(200), a CHECK that catches each cancel: after $(cat "$DIR/took")s; $(grep ERROR "$DIR/p.err" | tr '\n' ' ')"
+check_eq "a CHECK that catches its 53T01 gets no answer" "PREPARE" "$(echo $out)"
+check "... the EXECUTE fails with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement' "$DIR/p.err"
+check "... within 2 s, not after its 20 s of loop" within 2
+# A conversion in a bucket in debt is refused, as a cursor's further pass is, before its CHECK runs.
+reset
+p -c "SELECT pg_sleep(1)" >/dev/null  # cut off at 0.4 s: the bucket in debt
+debt=$(tokens)
+out=$(p -c "PREPARE d(sleepy) AS SELECT \$1" -c "EXECUTE d(5000)")
+echo "# EXECUTE d(5000) on $debt tokens: after $(cat "$DIR/took")s; $(grep -m1 ERROR "$DIR/p.err")"
+check "a conversion while the bucket is in debt is refused (53T01) at once" \
+  grep -q 'ERROR:  53T01: ogc_throttle: statement refused: budget exhausted' "$DIR/p.err"
+check "... not after the CHECK's 5 s" within 2
+reset
+
 # --- evaluated by the executor's start: a generic plan's initial partition pruning
 p -c "CREATE TABLE pt (k float8) PARTITION BY RANGE (k);
       CREATE TABLE pt1 PARTITION OF pt FOR VALUES FROM (0) TO (1);
@@ -118,5 +174,18 @@ out=$(p -c "SELECT pg_sleep(5)")
 echo "# delay mode, pg_sleep(5) on a 300 ms bucket: after $(cat "$DIR/took")s; $(grep -m1 ERROR "$DIR/p.err")"
 check "(control) delay mode still cuts off a statement past its bucket" grep -q '53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
 check "(control) ... within 2 s" within 2
+
+# A conversion's stage ends where the statement waits for its turn: the wait is the admission's, and
+# what follows it is metered. Priced at 200 on about 70 tokens, the statement waits 1.3 s, well past
+# the 180 ms its parameter's conversion was allowed.
+q "ALTER ROLE plain SET ogc_throttle.rate = 100; ALTER ROLE plain SET ogc_throttle.statement_fixed_cost = 200" >/dev/null
+printf "SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0 0)'::geometry, \$1::slowd)" >"$DIR/priced.sql"
+chmod 644 "$DIR/priced.sql"
+reset
+p -c "SELECT pg_sleep(0.25)" >/dev/null
+r=$(bind priced p20)
+echo "# delay mode, a Bind converting \$1::slowd (20 ms of CHECK), then waiting its turn for a price of 200: $r"
+check "a statement whose parameter's conversion began a stage waits its turn and runs" grep -q '^ok ' <<<"$r"
+check "... after its wait (over 0.5 s)" fcmp "$(bind_ms "$r")" ">" 500
 
 tap_exit
