@@ -190,35 +190,35 @@ __attribute__((noinline, cold)) void judge_fastpath_call(Oid fn) {
              errhint("Call it in a statement: SELECT %s(...).", name ? name : "the function")));
 }
 
-// No meter holds the clock: no pass, no planning, no executor start before
-// its record (the start's stage bounds what needs it; the rest open their
-// record first), no pricing.
+// No meter holds the clock: no pass, no planning, no pricing, and (tested
+// first, by the callers) no executor start, which initializes the plan's
+// functions before any pass of its statement has begun.
 inline bool outside_every_meter() {
-    return metering_idle() && !executor_starting() && !planning_in_progress() && !pricing_in_progress() &&
-           MyBackendType == B_BACKEND;
+    return metering_idle() && !planning_in_progress() && !pricing_in_progress() && MyBackendType == B_BACKEND;
 }
 
 // A function is about to run outside any statement: a fast-path call's own is
 // judged; what runs outside every meter gets a deadline (begin_conversion_stage).
 __attribute__((noinline, cold)) void function_outside_statement(Oid fn) {
     if (in_fastpath()) judge_fastpath_call(fn);
-    if (outside_every_meter()) begin_conversion_stage();
+    if (!executor_starting() && outside_every_meter()) begin_conversion_stage();
 }
 
 __attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid classId, Oid objectId, int subId,
                                                   void* arg) {
     prev_access(access, classId, objectId, subId, arg);
-    if (access == OAT_FUNCTION_EXECUTE && (in_fastpath() || outside_every_meter()))
+    if (access == OAT_FUNCTION_EXECUTE && !executor_starting() && (in_fastpath() || outside_every_meter()))
         function_outside_statement(objectId);
 }
 
-// Every function a plan calls passes here (ExecInitFunc), and every function
-// about to run outside a plan (a domain's CHECK, a utility statement's
-// expressions): with no hook before ours, a few tests and a tail call,
-// without a frame.
+// Every function a plan calls passes here (ExecInitFunc, in the executor's
+// start), and every function about to run outside a plan (a domain's CHECK, a
+// utility statement's expressions): with no hook before ours, a few tests and
+// a tail call, without a frame.
 OT_HOT void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
     if (unlikely(prev_access != nullptr)) return on_access_chained(access, classId, objectId, subId, arg);
-    if (access == OAT_FUNCTION_EXECUTE && unlikely(in_fastpath() || outside_every_meter()))
+    if (access == OAT_FUNCTION_EXECUTE && likely(!executor_starting()) &&
+        unlikely(in_fastpath() || outside_every_meter()))
         function_outside_statement(objectId);
 }
 

@@ -667,25 +667,32 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
 // Only a plan that calls a function outside PostgreSQL's own (the user's, or
 // an extension's) has something in its start or its pricing that could run
 // long: it alone starts under a stage.
+// The executor's start, marked as such (executor_starting()): the functions
+// it initializes are the statement's, not work outside every meter, though
+// no pass of the statement has begun (an abort clears the mark).
+__attribute__((always_inline)) inline void run_start(QueryDesc* qd, int eflags) {
+    const SubTransactionId outer = start_subid;
+    if (outer == InvalidSubTransactionId) start_subid = current_subid;
+    start_next(qd, eflags);
+    start_subid = outer;
+}
+
 __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     const Mode mode = current_mode();
     const bool metered = metered_start(mode, eflags);
     const bool calls_extension = metered && calls_extension_functions(qd->plannedstmt);
     if (calls_extension) begin_start_stage(mode);
-    const SubTransactionId outer = start_subid;
-    if (outer == InvalidSubTransactionId) start_subid = current_subid;
-    start_next(qd, eflags);
-    start_subid = outer;
+    run_start(qd, eflags);
     if (metered) executor_started(qd, mode, calls_extension);
 }
 
 // The usual statement (nothing to price, reject mode, a board that proves its
 // bucket out of debt) is admitted and its record opened before the executor's
-// start, which then runs by a tail call, without a frame of ours around it:
-// neither reads what the executor's start checks or builds (the plan's
-// invalidation items, its workers, the board). Should the start fail, the
-// (sub)transaction's abort closes the record, as it closes any. The rest is
-// hook.cpp's executor_started(), after the start (start_then_admit).
+// start, which then runs marked (run_start): neither reads what the executor's
+// start checks or builds (the plan's invalidation items, its workers, the
+// board). Should the start fail, the (sub)transaction's abort closes the
+// record, as it closes any. The rest is hook.cpp's executor_started(), after
+// the start (start_then_admit).
 // A plan without invalidation items calls no function outside the core (the
 // planner records one for each such function it uses), and so nothing
 // calls_extension_functions() would price: the usual select is answered
@@ -701,7 +708,7 @@ OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     start_eflags = eflags;
     if (likely(metered_start(Mode::Reject, eflags) && current_mode() == Mode::Reject &&
                calls_nothing_priced(qd->plannedstmt) && start_unpriced(qd)))
-        return start_next(qd, start_eflags);
+        return run_start(qd, start_eflags);
     start_then_admit(qd, start_eflags);
 }
 
