@@ -659,14 +659,6 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
            !pricing_in_progress() && shared_memory_ready();
 }
 
-// Pricing, the other modes, and an unpriced statement the board could not
-// prove out of debt: after the executor's own start, which has checked the
-// privileges on every relation and function of the plan by then, so pricing
-// never reads the statistics of a table, or calls a function, that the user
-// may not, and a refusal never comes before a privilege error.
-// Only a plan that calls a function outside PostgreSQL's own (the user's, or
-// an extension's) has something in its start or its pricing that could run
-// long: it alone starts under a stage.
 // The executor's start, marked as such (executor_starting()): the functions
 // it initializes are the statement's, not work outside every meter, though
 // no pass of the statement has begun (an abort clears the mark).
@@ -677,6 +669,14 @@ __attribute__((always_inline)) inline void run_start(QueryDesc* qd, int eflags) 
     start_subid = outer;
 }
 
+// Pricing, the other modes, and an unpriced statement the board could not
+// prove out of debt: after the executor's own start, which has checked the
+// privileges on every relation and function of the plan by then, so pricing
+// never reads the statistics of a table, or calls a function, that the user
+// may not, and a refusal never comes before a privilege error.
+// Only a plan that calls a function outside PostgreSQL's own (the user's, or
+// an extension's) has something in its start or its pricing that could run
+// long: it alone starts under a stage.
 __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     const Mode mode = current_mode();
     const bool metered = metered_start(mode, eflags);
