@@ -54,6 +54,43 @@ int plan_workers(const Plan* p) {
     return n;
 }
 
+bool initial_steps(const PartitionPruneInfo* info) {
+    if (info == nullptr) return false;
+    const ListCell* lc;
+    foreach (lc, info->prune_infos) {
+        const ListCell* rel;
+        foreach (rel, static_cast<const List*>(lfirst(lc)))
+            if (static_cast<const PartitionedRelPruneInfo*>(lfirst(rel))->initial_pruning_steps != NIL) return true;
+    }
+    return false;
+}
+
+bool prunes(const Plan* p) {
+    if (p == nullptr) return false;
+    if (prunes(p->lefttree) || prunes(p->righttree)) return true;
+    const auto any = [](const List* plans) {
+        const ListCell* lc;
+        foreach (lc, plans)
+            if (prunes(static_cast<const Plan*>(lfirst(lc)))) return true;
+        return false;
+    };
+    switch (nodeTag(p)) {
+        case T_Append: {
+            const auto* a = reinterpret_cast<const Append*>(p);
+            return initial_steps(a->part_prune_info) || any(a->appendplans);
+        }
+        case T_MergeAppend: {
+            const auto* m = reinterpret_cast<const MergeAppend*>(p);
+            return initial_steps(m->part_prune_info) || any(m->mergeplans);
+        }
+        case T_BitmapAnd: return any(reinterpret_cast<const BitmapAnd*>(p)->bitmapplans);
+        case T_BitmapOr: return any(reinterpret_cast<const BitmapOr*>(p)->bitmapplans);
+        case T_SubqueryScan: return prunes(reinterpret_cast<const SubqueryScan*>(p)->subplan);
+        case T_CustomScan: return any(reinterpret_cast<const CustomScan*>(p)->custom_plans);
+        default: return false;
+    }
+}
+
 // Runs in the SIGALRM handler, as every timeout handler does (PostgreSQL's
 // handler holds off its own alarm meanwhile, so re-arming from here is safe;
 // clock_gettime is async-signal-safe).
@@ -77,6 +114,14 @@ void on_cutoff_timeout() {
 }
 
 }  // namespace
+
+bool prunes_at_start_walk(const PlannedStmt* stmt) {
+    if (prunes(stmt->planTree)) return true;
+    const ListCell* lc;
+    foreach (lc, stmt->subplans)
+        if (prunes(static_cast<const Plan*>(lfirst(lc)))) return true;
+    return false;
+}
 
 int planned_workers_walk(const PlannedStmt* stmt) {
     int n = plan_workers(stmt->planTree);

@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "miscadmin.h"
 #include "executor/execdesc.h"
 #include "portability/instr_time.h"
@@ -209,6 +210,20 @@ int planned_workers_walk(const PlannedStmt* stmt);
 inline int planned_workers(const PlannedStmt* stmt) {
     if (stmt == nullptr || !stmt->parallelModeNeeded) return 0;  // no Gather anywhere: skip the walk
     return planned_workers_walk(stmt);
+}
+// The executor's start evaluates a partition pruning step's expressions with
+// the execution's parameters (a generic plan's initial pruning): built-in
+// functions there, or a domain's CHECK, which may call anything (pg_sleep,
+// volatile, is never a pruning step itself; hidden in a domain, it runs).
+// Only a partitioned table prunes, and most statements read none: their
+// range table says so without the walk.
+bool prunes_at_start_walk(const PlannedStmt* stmt);
+inline bool prunes_at_start(const PlannedStmt* stmt) {
+    const ListCell* lc;
+    foreach (lc, stmt->rtable)
+        if (static_cast<const RangeTblEntry*>(lfirst(lc))->relkind == RELKIND_PARTITIONED_TABLE)
+            return prunes_at_start_walk(stmt);
+    return false;
 }
 
 }  // namespace ot::ext

@@ -286,7 +286,10 @@ double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {
 // a statement that calls extension functions is priced, one that calls none
 // is admitted in the mode's way.
 void executor_started(QueryDesc* qd, Mode mode, bool calls_extension) {
-    if (!calls_extension) return admit_unpriced(qd, mode);  // (no stage: begin_start_stage() was not called)
+    if (!calls_extension) {
+        stage_end(Stage::Start, true);  // (a plan that prunes at its start has one)
+        return admit_unpriced(qd, mode);
+    }
     if (setting_lazy_pricing && admit_lazily(qd, mode)) return stage_end(Stage::Start, true);
     // No PG_TRY (a setjmp per statement): an error out of pricing, a refusal
     // included, aborts the subtransaction it started in, and pricing_aborted

@@ -659,6 +659,15 @@ __attribute__((always_inline)) inline bool metered_start(Mode mode, int eflags) 
            !pricing_in_progress() && shared_memory_ready();
 }
 
+// A plan without invalidation items calls no function outside the core (the
+// planner records an item for each such function), so its start runs nothing
+// a role wrote and nothing calls_extension_functions() would price, unless it
+// prunes partitions there (execution.hpp). The usual select is answered
+// without a call.
+__attribute__((always_inline)) inline bool starts_plainly(const PlannedStmt* stmt) {
+    return stmt->invalItems == NIL && !prunes_at_start(stmt);
+}
+
 // The executor's start, marked as such (executor_starting()): the functions
 // it initializes are the statement's, not work outside every meter, though
 // no pass of the statement has begun (an abort clears the mark).
@@ -675,13 +684,13 @@ __attribute__((always_inline)) inline void run_start(QueryDesc* qd, int eflags) 
 // never reads the statistics of a table, or calls a function, that the user
 // may not, and a refusal never comes before a privilege error.
 // Only a plan that calls a function outside PostgreSQL's own (the user's, or
-// an extension's) has something in its start or its pricing that could run
-// long: it alone starts under a stage.
+// an extension's) or prunes partitions at its start has something in its
+// start or its pricing that could run long: it alone starts under a stage.
 __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
     const Mode mode = current_mode();
     const bool metered = metered_start(mode, eflags);
     const bool calls_extension = metered && calls_extension_functions(qd->plannedstmt);
-    if (calls_extension) begin_start_stage(mode);
+    if (metered && !starts_plainly(qd->plannedstmt)) begin_start_stage(mode);
     run_start(qd, eflags);
     if (metered) executor_started(qd, mode, calls_extension);
 }
@@ -693,13 +702,6 @@ __attribute__((noinline)) void start_then_admit(QueryDesc* qd, int eflags) {
 // board). Should the start fail, the (sub)transaction's abort closes the
 // record, as it closes any. The rest is hook.cpp's executor_started(), after
 // the start (start_then_admit).
-// A plan without invalidation items calls no function outside the core (the
-// planner records one for each such function it uses), and so nothing
-// calls_extension_functions() would price: the usual select is answered
-// without the call.
-__attribute__((always_inline)) inline bool calls_nothing_priced(const PlannedStmt* stmt) {
-    return stmt->invalItems == NIL || !calls_extension_functions(stmt);
-}
 
 // (The flags wait in a static while the admission calls out, instead of on
 // the stack around each call: nothing it calls starts a statement.)
@@ -707,7 +709,7 @@ int start_eflags;
 OT_HOT void on_executor_start(QueryDesc* qd, int eflags) {
     start_eflags = eflags;
     if (likely(metered_start(Mode::Reject, eflags) && current_mode() == Mode::Reject &&
-               calls_nothing_priced(qd->plannedstmt) && start_unpriced(qd)))
+               starts_plainly(qd->plannedstmt) && start_unpriced(qd)))
         return run_start(qd, start_eflags);
     start_then_admit(qd, start_eflags);
 }

@@ -151,6 +151,24 @@ echo "# EXECUTE k(5000), spin(\$1) in the initial pruning: after $(cat "$DIR/too
 check "(control) the plan prunes partitions at the executor's start" grep -q 'Subplans Removed' <<<"$out"
 check "the executor's start past the budget is cancelled with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
 check "pruning: within 2 s, not after the function's 5 s" within 2
+# ... and a domain's CHECK in a pruning step, in a plan that calls only built-in functions (pg_sleep
+# is volatile, and could not be a pruning step itself; hidden in the domain, it is)
+reset
+out=$(p -c "SET plan_cache_mode = force_generic_plan" -c "PREPARE kd(float8) AS SELECT count(*) FROM pt WHERE k = \$1::sleepy" \
+        -c "EXPLAIN (COSTS OFF) EXECUTE kd('0')" -c "EXECUTE kd('5000')")
+echo "# EXECUTE kd('5000'), \$1::sleepy in the initial pruning: after $(cat "$DIR/took")s, tokens $(tokens); $(grep -m1 ERROR "$DIR/p.err")"
+check "(control) that plan prunes partitions at the executor's start too" grep -q 'Subplans Removed' <<<"$out"
+check "a domain's CHECK in the executor's start past the budget is cancelled with 53T01" \
+  grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+check "... within 2 s, not after the CHECK's 5 s" within 2
+q "ALTER ROLE plain SET plan_cache_mode = force_generic_plan" >/dev/null
+printf 'SELECT count(*) FROM pt WHERE k = $1::sleepy' >"$DIR/prune.sql"; chmod 644 "$DIR/prune.sql"
+reset
+r=$(as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=plain dbname=postgres" "$DIR/prune.sql" "$DIR/p5000" --prepare-then-wait 0)
+q "ALTER ROLE plain RESET plan_cache_mode" >/dev/null
+echo "# the same through the extended protocol (Parse, then Bind and Execute of the generic plan): $r"
+check "... and through the extended protocol" grep -q '^error 53T01 ' <<<"$r"
+check "... within 2 s" fcmp "$(bind_ms "$r")" "<" 2000
 
 # --- a statement that catches its cancel and goes on
 reset
