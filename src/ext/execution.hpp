@@ -83,8 +83,9 @@ extern OT_LOCAL Execution* running;
 extern OT_LOCAL int run_depth;
 // No metered pass on the stack, no executor pass either.
 inline bool metering_idle() { return running == nullptr && run_depth == 0; }
-// The subtransaction an executor's start that opened no record yet began in
-// (Invalid: none is on the stack); an abort of that subtransaction clears it.
+// The subtransaction the executor's start on the stack began in (Invalid:
+// none is); an abort of that subtransaction clears it. The functions a start
+// initializes are its statement's, though no pass of it runs yet.
 extern OT_LOCAL SubTransactionId start_subid;
 inline bool executor_starting() { return start_subid != InvalidSubTransactionId; }
 
