@@ -120,6 +120,16 @@ for d in slowd sleepy; do
     "PREPARE 20 next" "$(echo $out)"
   check "(control) $d: ... which failed with its own error" grep -q 'ERROR:  22P02: invalid input syntax for type double precision' "$DIR/p.err"
 done
+# Other spellings of the same conversion: an array of the domain, a domain over it, a composite type
+# with a column of it (each converts element by element through the domain's input).
+p -c 'CREATE DOMAIN sleepy2 AS sleepy' -c 'CREATE TYPE with_sleepy AS (x sleepy)' >/dev/null
+for spelled in "sleepy[]|'{5000}'" "sleepy2|'5000'" "with_sleepy|'(5000)'"; do
+  reset
+  out=$(p -c "PREPARE s2(${spelled%%|*}) AS SELECT \$1" -c "EXECUTE s2(${spelled#*|})")
+  check "EXECUTE of ${spelled%%|*} ${spelled#*|} is cancelled with 53T01" \
+    grep -q 'ERROR:  53T01: ogc_throttle: statement cancelled' "$DIR/p.err"
+  check "... within 2 s" within 2
+done
 # A CHECK whose function catches its cancel (53T01, inside its own subtransactions) goes no further:
 # the queries it runs after it are refused (the bucket is in debt), and so is the EXECUTE.
 p -c 'CREATE DOMAIN stubd AS int CHECK (stubborn(VALUE) >= 0)' >/dev/null
