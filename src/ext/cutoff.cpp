@@ -178,6 +178,16 @@ void cutoff_context(void* arg) {
     const double used = elapsed_ms(e->pass_start);
     const double over = used - std::max(0.0, e->tokens_left) - e->deposit;
     if (!again) errcode(kBudgetExhausted);
+    if (in_stage && stage_on == Stage::Maintenance) {
+        errmsg("ogc_throttle: work autovacuum does as a table's owner cancelled: identity \"%s\" ran past its budget",
+               e->id.bytes);
+        errdetail("It used %.0f ms of server time; its budget allowed %.0f ms when it started (tokens left and "
+                  "ogc_throttle.cutoff_grace); capacity %g, refilling %g per second.",
+                  used, e->allowed_ms, e->budget.capacity, e->budget.rate);
+        errhint("ANALYZE ran the table's index expressions, partial-index predicates or expression statistics as "
+                "its owner, who pays for them; autovacuum tries again once the owner's bucket is out of debt.");
+        return;
+    }
     errmsg(again ? "ogc_throttle: statement cancelled again: identity \"%s\" ran past its budget and caught the "
                    "first cancellation (53T01)"
                  : "ogc_throttle: statement cancelled: identity \"%s\" ran past its budget",
@@ -226,7 +236,7 @@ void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, 
     stage_subid = GetCurrentSubTransactionId();
     stage_cb.callback = cutoff_context;
     stage_cb.arg = &stage_rec;
-    if (which == Stage::Conversion) {
+    if (stage_at_bottom(which)) {
         unlink_stage_cb();
         ErrorContextCallback** bottom = &error_context_stack;
         while (*bottom != nullptr) bottom = &(*bottom)->previous;
@@ -242,7 +252,7 @@ void stage_end(Stage which, bool completed) {
     if (stage_on != which) return;
     stage_on = Stage::None;
     // (Under a PG_TRY begun before the stage, its end has restored the stack already.)
-    if (which == Stage::Conversion)
+    if (stage_at_bottom(which))
         unlink_stage_cb();
     else if (error_context_stack == &stage_cb)
         error_context_stack = stage_cb.previous;
@@ -255,7 +265,7 @@ void stages_aborted(SubTransactionId from) {
     if (stage_on == Stage::None || (from != InvalidSubTransactionId && from > stage_subid)) return;
     // (The error's handler has reset error_context_stack, or restored one
     // that may hold a conversion's callback, linked at its bottom.)
-    if (stage_on == Stage::Conversion) unlink_stage_cb();
+    if (stage_at_bottom(stage_on)) unlink_stage_cb();
     stage_on = Stage::None;
     stage_deadline_ns = 0;
     if (stage_rec.cutoff) count_hook_event(HookEvent::Cutoff);

@@ -197,12 +197,17 @@ void cutoff_context(void* execution);
 // deep inside that work, where a callback pushed on error_context_stack
 // would be popped by its callers' own (a Bind pops its per-parameter
 // callback as the top of the stack): its callback goes to the bottom.
-enum class Stage { None, Planning, Start, Conversion };
+// Maintenance: what autovacuum runs as a table's owner (maintenance_metering.cpp),
+// up to the end of that table's transaction; it too begins deep inside.
+enum class Stage { None, Planning, Start, Conversion, Maintenance };
+inline bool stage_at_bottom(Stage s) { return s == Stage::Conversion || s == Stage::Maintenance; }
 extern OT_LOCAL Stage stage_on;
 void stage_begin(Stage which, const IdentityKey& id, core::Budget b, Mode mode, double tokens_left,
                  const instr_time* start = nullptr);  // (null: now)
 void stage_end(Stage which, bool completed);
 void stages_aborted(SubTransactionId from);
+// A function autovacuum is about to run (maintenance_metering.cpp).
+void maintenance_function();
 inline void end_conversion_stage() {
     if (unlikely(stage_on == Stage::Conversion)) stage_end(Stage::Conversion, true);
 }

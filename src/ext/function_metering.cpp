@@ -200,6 +200,7 @@ inline bool outside_every_meter() {
 // A function is about to run outside any statement: a fast-path call's own is
 // judged; what runs outside every meter gets a deadline (begin_conversion_stage).
 __attribute__((noinline, cold)) void function_outside_statement(Oid fn) {
+    if (MyBackendType == B_AUTOVAC_WORKER) return maintenance_function();
     if (in_fastpath()) judge_fastpath_call(fn);
     if (!executor_starting() && outside_every_meter()) begin_conversion_stage();
 }
@@ -207,7 +208,8 @@ __attribute__((noinline, cold)) void function_outside_statement(Oid fn) {
 __attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid classId, Oid objectId, int subId,
                                                   void* arg) {
     prev_access(access, classId, objectId, subId, arg);
-    if (access == OAT_FUNCTION_EXECUTE && !executor_starting() && (in_fastpath() || outside_every_meter()))
+    if (access == OAT_FUNCTION_EXECUTE && !executor_starting() &&
+        (in_fastpath() || outside_every_meter() || MyBackendType == B_AUTOVAC_WORKER))
         function_outside_statement(objectId);
 }
 
@@ -218,7 +220,7 @@ __attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid cl
 OT_HOT void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
     if (unlikely(prev_access != nullptr)) return on_access_chained(access, classId, objectId, subId, arg);
     if (access == OAT_FUNCTION_EXECUTE && likely(!executor_starting()) &&
-        unlikely(in_fastpath() || outside_every_meter()))
+        unlikely(in_fastpath() || outside_every_meter() || MyBackendType == B_AUTOVAC_WORKER))
         function_outside_statement(objectId);
 }
 

@@ -276,6 +276,15 @@ void define_settings() {
 }
 
 
+bool mode_named(const char* value, Mode* out) {
+    for (const config_enum_entry* e = mode_options; e->name != nullptr; e++)
+        if (pg_strcasecmp(e->name, value) == 0) {
+            *out = static_cast<Mode>(e->val);
+            return true;
+        }
+    return false;
+}
+
 double current_cost_max() { return cost_max; }
 
 std::int64_t max_delay_us() { return static_cast<int64>(max_delay_ms) * 1000; }

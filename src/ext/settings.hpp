@@ -35,6 +35,8 @@ extern OT_LOCAL double rate;
 }  // namespace guc
 
 inline Mode current_mode() { return static_cast<Mode>(guc::mode); }
+// The mode ogc_throttle.mode's value names (as SET reads it); false for none.
+bool mode_named(const char* value, Mode* out);
 std::int64_t max_delay_us();
 // The identity set for this session or transaction (ogc_throttle.identity), or nullptr.
 inline const char* identity_override() {
