@@ -21,7 +21,9 @@
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
 # installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's),
-# A_CONF (more settings for the hook's runs, as in run.sh: 'ogc_throttle.lazy_pricing = on; ...').
+# A_CONF (more settings for the hook's runs, as in run.sh: 'ogc_throttle.lazy_pricing = on; ...'),
+# PLANS (generic or custom: plan_cache_mode for both runs; unset, the planner replans every EXECUTE
+# of these statements over this data, as pgbench -M prepared sessions do).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -59,8 +61,9 @@ running=""
 
 # The statements of run.sh, as prepared statements with random arguments.
 gen() {  # gen KIND COUNT
-  awk -v kind="$1" -v n="$2" 'BEGIN {
+  awk -v kind="$1" -v n="$2" -v plans="${PLANS:-}" 'BEGIN {
     srand(7)
+    if (plans != "") printf "SET plan_cache_mode = force_%s_plan;\n", plans
     if (kind == "select") print "PREPARE q(int) AS SELECT abalance FROM pgbench_accounts WHERE aid = $1;"
     if (kind == "dwithin") print "PREPARE q(float8, float8, float8) AS SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint($1, $2), 3857), $3);"
     if (kind == "tile") print "PREPARE q(int, int, int) AS SELECT length(ST_AsMVT(t, \x27pts\x27)) FROM (SELECT id, kind, ST_AsMVTGeom(geom, ST_TileEnvelope($1, $2, $3), 4096, 64, true) AS geom FROM pts WHERE geom && ST_TileEnvelope($1, $2, $3, margin => 0.015625)) t;"

@@ -9,7 +9,7 @@ namespace {
 // gserialized2.h / liblwgeom.h
 constexpr unsigned char kFlagZ = 0x01, kFlagM = 0x02, kFlagBbox = 0x04, kFlagGeodetic = 0x08, kFlagExtended = 0x10,
                         kFlagVersion = 0x40;
-constexpr std::uint32_t kPointType = 1, kPolygonType = 3;
+constexpr std::uint32_t kPointType = 1, kLineType = 2, kPolygonType = 3;
 
 std::uint32_t u32_at(const unsigned char* p) noexcept {
     std::uint32_t v;
@@ -41,6 +41,10 @@ GserializedBox gserialized_box(const unsigned char* p, std::size_t len, double* 
     if (type == kPointType) {
         if (n != 1) return GserializedBox::Unknown;  // an empty point has no box
         npoints = 1;
+        pts = g + 8;
+    } else if (type == kLineType) {
+        if (n == 0) return GserializedBox::Unknown;  // empty
+        npoints = n;
         pts = g + 8;
     } else if (type == kPolygonType) {
         if (n != 1) return GserializedBox::Unknown;  // holes, or empty

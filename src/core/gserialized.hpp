@@ -1,7 +1,7 @@
 // Reading the box of the simplest PostGIS geometries straight from their
 // serialisation (PostGIS 3's "gserialized" version 2), without deserialising
-// them through PostGIS: a 2-D point, or a polygon of one ring (an envelope,
-// a tile). Anything else — another type, Z or M, a second ring, an extended
+// them through PostGIS: a 2-D point, a linestring (ST_TileEnvelope's bounds),
+// or a polygon of one ring (an envelope, a tile). Anything else — another type, Z or M, a second ring, an extended
 // header, a version-1 serialisation, a NaN — is left to PostGIS (Unknown).
 //
 // The box is the one PostGIS's box3d(geometry) computes (lwgeom_calculate_gbox:

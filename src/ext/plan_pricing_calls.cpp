@@ -81,7 +81,7 @@ struct Side {
     bool has_box;
     GisBox box;
     int32 srid;
-    Datum value;  // when evaluated; 0 while only its box is known (expanded_box)
+    Datum value;  // when evaluated; 0 while only its box is known (known_box)
     Node* expr;
 };
 
@@ -90,7 +90,7 @@ Side read_geometry(Walk* w, Node* e) {
     Datum d;
     if (column_walker(e, w)) {
         s.srid = srid_from_typmod(exprTypmod(e));
-    } else if (expanded_box(w, e, &s.box)) {
+    } else if (known_box(w, e, &s.box)) {
         s.evaluated = s.has_box = true;
         s.srid = s.box.srid;
     } else if (eval(w, e, &d)) {
@@ -230,7 +230,7 @@ void on_tile_envelope(Walk* w, Node* call, List* args) {
     c->known = true;
     Datum d;
     GisBox box;
-    if (eval(w, call, &d) && box_of(w, d, &box)) {
+    if (known_box(w, call, &box) || (eval(w, call, &d) && box_of(w, d, &box))) {
         c->has_box = true;
         c->box = to_box(box);
     }

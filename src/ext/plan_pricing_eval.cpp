@@ -73,16 +73,12 @@ bool box_of(Walk* w, Datum geometry, GisBox* out) {
 // ST_Expand(g, d) with g and d known now and d >= 0: LWGEOM_expand makes the polygon of g's box
 // grown by d on each side (the same doubles, g's SRID), whose box is that box. The search of
 // ST_DWithin's index condition, read without making and reading the polygon; its value is
-// evaluated only if something asks for it (eval, memoised as usual).
-bool expanded_box(Walk* w, Node* e, GisBox* out) {
-    if (!IsA(e, FuncExpr)) return false;
-    auto* f = reinterpret_cast<FuncExpr*>(e);
-    if (f->funcretset || list_length(f->args) != 2 || !is_foldable_st_expand(f->funcid)) return false;
-    for (int i = 0, n = std::min(w->nexpanded, 2); i < n; i++)
-        if (w->expanded[i].expr == e) {
-            *out = w->expanded[i].box;
-            return true;
-        }
+// evaluated only if something asks for it (eval, memoised as usual). A tile's envelope
+// likewise: building it through PostGIS, twice a tile statement under a generic plan, was half
+// of what the hook added to one (bench/README.md, 2026-12-04).
+namespace {
+
+bool expand_box(Walk* w, FuncExpr* f, GisBox* out) {
     double d;
     Datum g;
     GisBox b;
@@ -91,7 +87,65 @@ bool expanded_box(Walk* w, Node* e, GisBox* out) {
     // An empty g (no box) is returned as it is; a NaN would order differently in PostGIS's min and max.
     if (std::isnan(b.xmin) || std::isnan(b.ymin) || std::isnan(b.xmax) || std::isnan(b.ymax)) return false;
     *out = {b.xmin - d, b.ymin - d, b.xmax + d, b.ymax + d, b.srid};
-    w->expanded[w->nexpanded++ % 2] = {e, *out};
+    return true;
+}
+
+// ST_TileEnvelope(zoom, x, y, bounds, margin) as PostGIS 3 computes it (the same double
+// operations in the same order, bounds read from their coordinates), so the box is the one its
+// polygon's box would be. Whatever PostGIS would refuse (a zoom, x or y out of range, a margin
+// under -0.5, bounds without area) is left to it: evaluated, it raises its own error.
+bool tile_box(Walk* w, FuncExpr* f, GisBox* out) {
+    const int nargs = list_length(f->args);
+    if (nargs != 4 && nargs != 5) return false;
+    int64 zoom, x, y;
+    Datum bounds;
+    GisBox b;
+    double margin = 0;
+    if (!eval_int(w, static_cast<Node*>(list_nth(f->args, 0)), &zoom) ||
+        !eval_int(w, static_cast<Node*>(list_nth(f->args, 1)), &x) ||
+        !eval_int(w, static_cast<Node*>(list_nth(f->args, 2)), &y) ||
+        (nargs == 5 && !eval_float8(w, static_cast<Node*>(list_nth(f->args, 4)), &margin)))
+        return false;
+    if (!std::isfinite(margin) || margin < -0.5 || zoom < 0 || zoom >= 32) return false;
+    if (!eval(w, static_cast<Node*>(list_nth(f->args, 3)), &bounds) || !box_of(w, bounds, &b)) return false;
+    const double bounds_width = b.xmax - b.xmin, bounds_height = b.ymax - b.ymin;
+    if (!(bounds_width > 0) || !(bounds_height > 0)) return false;
+    const uint32 world = 1u << static_cast<uint32>(zoom);
+    if (x < 0 || x >= world || y < 0 || y >= world) return false;
+    const int32 tx = static_cast<int32>(x), ty = static_cast<int32>(y);
+    const double size_x = bounds_width / world, size_y = bounds_height / world;
+    double x1, x2;
+    if ((1 + margin * 2) > world) {
+        x1 = b.xmin;
+        x2 = b.xmax;
+    } else {
+        x1 = b.xmin + size_x * (tx - margin);
+        x2 = b.xmin + size_x * (tx + 1 + margin);
+    }
+    double y1 = b.ymax - size_y * (ty + 1 + margin);
+    double y2 = b.ymax - size_y * (ty - margin);
+    if (y1 < b.ymin) y1 = b.ymin;
+    if (y2 > b.ymax) y2 = b.ymax;
+    *out = {std::min(x1, x2), std::min(y1, y2), std::max(x1, x2), std::max(y1, y2), b.srid};
+    return true;
+}
+
+}  // namespace
+
+bool known_box(Walk* w, Node* e, GisBox* out) {
+    if (!IsA(e, FuncExpr)) return false;
+    auto* f = reinterpret_cast<FuncExpr*>(e);
+    if (f->funcretset) return false;
+    const int nargs = list_length(f->args);
+    const bool expand = nargs == 2 && is_foldable_st_expand(f->funcid);
+    if (!expand && (nargs < 4 || gis_role(f->funcid) != GisRole::TileEnvelope)) return false;
+    for (int i = 0, n = std::min(w->nexpanded, kKnownBoxes); i < n; i++)
+        if (w->expanded[i].expr == e) {
+            *out = w->expanded[i].box;
+            return true;
+        }
+    if (!(expand ? expand_box(w, f, out) : tile_box(w, f, out))) return false;
+    w->expanded[w->nexpanded++ % kKnownBoxes] = {e, *out};
     return true;
 }
 

@@ -127,7 +127,7 @@ bool box_search(PlanCtx* c, List* quals, Index scanrelid, Search* out) {
             !(is_box_operator(t.role) || t.role == GisRole::OverlapsGeography) || column_walker(t.other, c->w))
             continue;
         out->geometry_expr = nullptr;
-        if (t.role != GisRole::OverlapsGeography && expanded_box(c->w, t.other, &out->box)) {
+        if (t.role != GisRole::OverlapsGeography && known_box(c->w, t.other, &out->box)) {
             out->geography = false;
             out->geometry = 0;
             out->geometry_expr = t.other;  // evaluated only if PostGIS is asked

@@ -45,6 +45,7 @@ struct BoxAnswer {
     GisBox box;
 };
 constexpr int kWalkMemo = 4;
+constexpr int kKnownBoxes = 4;  // a tile statement's two envelopes, a search's expanded point
 
 // What an expression list computes, for the per-row classes.
 struct ExprFacts {
@@ -90,11 +91,11 @@ struct Walk {
     EvalAnswer evals[kWalkMemo];
     int nbox;
     BoxAnswer boxes[kWalkMemo];
-    int nexpanded;  // expanded_box's answers: the call walk and the scan walk read the same index condition
+    int nexpanded;  // known_box's answers: the call walk and the scan walk read the same index condition
     struct {
         Node* expr;
         GisBox box;
-    } expanded[2];
+    } expanded[kKnownBoxes];
     ExprFacts* facts;  // where the call walk adds the facts of the list it walks (none: an index condition)
     uint32 kept_ids;   // which of kept[] hold a node's facts (the rest is not initialised)
     NodeFacts kept[kKeptNodes];
@@ -122,9 +123,9 @@ Walker as_walker(F* f) {
 MemoryContext walk_context(Walk* w);
 // geometry_box, asked once per distinct value of a walk.
 bool box_of(Walk* w, Datum geometry, GisBox* out);
-// The box of ST_Expand(g, d)'s value, known without computing the value; false
-// when e is no such call (then eval and box_of).
-bool expanded_box(Walk* w, Node* e, GisBox* out);
+// The box of ST_Expand(g, d)'s or ST_TileEnvelope(…)'s value, known without
+// computing the value; false when e is no such call (then eval and box_of).
+bool known_box(Walk* w, Node* e, GisBox* out);
 // A column of this row, or of the outer row of a nested loop.
 bool column_walker(Node* node, Walk* w);
 // Any parameter (a generic plan's estimates are blind to its value).
@@ -179,7 +180,7 @@ struct Search {
     GisBox box;
     bool geography;
     Datum geometry;   // the searched box as a geometry (0 for geography)
-    Node* geometry_expr;  // ... or, when only its box was read (expanded_box), what evaluates to it
+    Node* geometry_expr;  // ... or, when only its box was read (known_box), what evaluates to it
     bool from_param;  // the searched value is a parameter: the (generic) plan's estimates are blind to it
 };
 

@@ -104,8 +104,18 @@ TEST(Gserialized, LeavesEverythingElseToPostgis) {
     Bytes line(3857, kV2);
     line.u32(2);
     line.u32(2);
-    for (double v : {0.0, 0.0, 1.0, 1.0}) line.f64(v);
-    EXPECT_EQ(read(line).r, GserializedBox::Unknown);
+    for (double v : {-20037508.342789244, -3.5, 20037508.342789244, 7.25}) line.f64(v);
+    const Got l = read(line);  // ST_TileEnvelope's default bounds: read to the last bit, not as floats
+    EXPECT_EQ(l.r, GserializedBox::Box);
+    EXPECT_EQ(l.x0, -20037508.342789244);
+    EXPECT_EQ(l.y0, -3.5);
+    EXPECT_EQ(l.x1, 20037508.342789244);
+    EXPECT_EQ(l.y1, 7.25);
+    EXPECT_EQ(l.srid, 3857);
+    Bytes empty_line(3857, kV2);
+    empty_line.u32(2);
+    empty_line.u32(0);
+    EXPECT_EQ(read(empty_line).r, GserializedBox::Unknown);
     Bytes holed(3857, kV2);
     holed.u32(3);
     holed.u32(2);
