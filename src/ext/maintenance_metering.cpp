@@ -90,11 +90,16 @@ void apply_row(Relation rel, Oid db, Oid role, RoleSettings* s) {
     systable_endscan(scan);
 }
 
-// As a session of the role in this database would read them: ALTER ROLE … IN DATABASE
-// over ALTER ROLE over the server's.
+// As a session of the role in this database would read them: ALTER ROLE … IN DATABASE over
+// ALTER ROLE over ALTER DATABASE over ALTER ROLE ALL over the server's. The server's are what
+// this worker has, which PostgreSQL set from the configuration file and, for the role the
+// worker runs as (the bootstrap superuser), from that role's own settings: a value only the
+// configuration file sets, and that superuser sets otherwise for itself, reads as the superuser's.
 RoleSettings role_settings(Oid role) {
     RoleSettings s{current_mode(), current_budget(), true_up_enabled(), {}};
     Relation rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+    apply_row(rel, InvalidOid, InvalidOid, &s);
+    apply_row(rel, MyDatabaseId, InvalidOid, &s);
     apply_row(rel, InvalidOid, role, &s);
     apply_row(rel, MyDatabaseId, role, &s);
     table_close(rel, AccessShareLock);

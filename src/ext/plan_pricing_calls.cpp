@@ -239,9 +239,15 @@ void on_tile_envelope(Walk* w, Node* call, List* args) {
 void on_mvt_geom(Walk* w, List* args) {
     w->builds_tiles = true;
     core::PricedCall* c = add_call(w, core::CallKind::Tile, GisRole::AsMVTGeom);
-    Datum d;
+    if (list_length(args) < 2) return;
+    Node* bounds = static_cast<Node*>(lsecond(args));
     GisBox box;
-    if (list_length(args) < 2 || !eval(w, static_cast<Node*>(lsecond(args)), &d) || !box2d_box(d, &box)) return;
+    // box2d(ST_TileEnvelope(…)), the usual bounds: the envelope's box, read without building it.
+    auto* cast = IsA(bounds, FuncExpr) ? reinterpret_cast<FuncExpr*>(bounds) : nullptr;
+    const bool known = cast != nullptr && list_length(cast->args) == 1 && is_box2d_of_geometry(cast->funcid) &&
+                       known_box(w, static_cast<Node*>(linitial(cast->args)), &box);
+    Datum d;
+    if (!known && (!eval(w, bounds, &d) || !box2d_box(d, &box))) return;
     // box2d carries no SRID: take the geometry column's, else guess (tile
     // bounds are nearly always Web Mercator metres).
     box.srid = srid_from_typmod(exprTypmod(static_cast<Node*>(linitial(args))));

@@ -51,6 +51,7 @@ struct Cache {
     bool all_helpers;    // every helper found
     bool box3d_layout;   // box3d is the 52 bytes of PostGIS's BOX3D: read, not asked field by field
     bool expand_folds;   // ST_Expand(geometry, float8) is not volatile (as PostGIS declares it)
+    Oid box2d_of_geometry;  // box2d(geometry), the cast ST_AsMVTGeom's bounds go through
 };
 Cache cache;
 
@@ -136,6 +137,8 @@ void classify(Oid fn, Form_pg_proc p) {
     } else if (named(name, "st_expand") && p->pronargs == 2 && named(arg0, "geometry")) {
         cache.helpers[Expand] = fn;
         cache.expand_folds = p->provolatile != PROVOLATILE_VOLATILE;
+    } else if (named(name, "box2d") && p->pronargs == 1 && named(arg0, "geometry")) {
+        cache.box2d_of_geometry = fn;
     } else if (named(name, "box3d") && p->pronargs == 1) {
         if (named(arg0, "geometry")) cache.helpers[Box3dOfGeometry] = fn;
         if (named(arg0, "box2d")) cache.helpers[Box3dOfBox2d] = fn;
@@ -159,7 +162,7 @@ const char* const kNames[] = {"st_dwithin",   "st_asmvt",          "st_asmvtgeom
                               "geometry_distance_centroid", "geography_distance_knn", "st_contains", "st_within",
                               "st_distance", "_st_dwithin", "st_covers", "st_coveredby", "_st_contains", "_st_within",
                               "_st_intersects", "st_dfullywithin", "_st_distance", "st_asgeojson", "st_astext",
-                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent"};
+                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent", "box2d"};
 
 void rebuild() {
     if (!cache.callback_registered) {
@@ -171,6 +174,7 @@ void rebuild() {
     for (Oid& h : cache.helpers) h = InvalidOid;
     for (bool& r : cache.helper_ready) r = false;
     cache.all_helpers = cache.box3d_layout = cache.expand_folds = false;
+    cache.box2d_of_geometry = InvalidOid;
     cache.valid = true;  // before the lookups: an invalidation during them marks it stale again
 
     const Oid ext = get_extension_oid("postgis", true);
@@ -326,6 +330,8 @@ bool expand_geometry(Datum geometry, double d, Datum* out) {
 bool is_st_expand(Oid fn) { return helpers_ready() && fn == cache.helpers[Expand]; }
 
 bool is_foldable_st_expand(Oid fn) { return is_st_expand(fn) && cache.expand_folds; }
+
+bool is_box2d_of_geometry(Oid fn) { return helpers_ready() && fn == cache.box2d_of_geometry; }
 
 bool geography_as_geometry(Datum geography, Datum* out) {
     if (!helpers_ready()) return false;

@@ -66,6 +66,8 @@ bool expand_geometry(Datum geometry, double d, Datum* out);
 bool is_st_expand(Oid fn);
 // ... and not declared volatile: its value (and box) is known before execution.
 bool is_foldable_st_expand(Oid fn);
+// Whether fn is box2d(geometry): its box is the geometry's box (LWGEOM_to_BOX2D).
+bool is_box2d_of_geometry(Oid fn);
 
 // geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
 bool geography_as_geometry(Datum geography, Datum* out);
