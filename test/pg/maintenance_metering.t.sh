@@ -7,7 +7,8 @@
 # bucket held (plus the server's cutoff_grace), charged what it took, under the owner's own settings
 # (which a worker does not load). Controls: an owner whose mode is off is neither charged nor cut off;
 # an identity the owner may not choose (stored with ALTER ROLE … SET, which does not check it) is
-# not the one charged.
+# not the one charged. Other spellings of the same work, an expression statistic and a partial index's
+# predicate, are charged and cut off the same way.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -95,4 +96,21 @@ wait_for 20 below plain 0
 echo "# identity stored: plain $(tokens plain), victim $victim -> $(tokens victim)"
 check "... autovacuum's work for plain's table is still charged to plain" test "$(tokens plain)" -lt 0
 check_eq "... not to the identity it stored" "$victim" "$(tokens victim)"
+
+# --- other spellings of the same work: an expression statistic, a partial index's predicate
+as plain -c "ALTER ROLE plain RESET ogc_throttle.identity; DROP TABLE t" >/dev/null
+spelled() {  # spelled TABLE DDL: 2 000 rows, the function only in DDL's object
+  q "SELECT throttle_reset('plain')" >/dev/null
+  as plain -c "CREATE TABLE $1 (x int) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
+    $2; INSERT INTO $1 SELECT generate_series(1, 2000);" >/dev/null
+  wait_for 30 below plain 0
+  echo "# $1: tokens $(tokens plain), analyzed $(analyzed "$1")"
+  check "$1: autovacuum's work is charged to plain" test "$(tokens plain)" -lt 0
+  check "... and cut off (charged under 0.6 s)" test "$(tokens plain)" -gt -300
+  check "... in autovacuum's task for $1" \
+    bash -c 'grep -A8 "$1" "$2" | grep -qE "automatic (vacuum|analyze) of table \"postgres.public.$3\""' _ "$cut" "$DIR/server.log" "$1"
+  as plain -c "DROP TABLE $1" >/dev/null
+}
+spelled st "CREATE STATISTICS st_liar ON (t_liar(x)) FROM st"
+spelled pt "CREATE INDEX ON pt (x) WHERE t_liar(x) > 0"
 tap_exit
