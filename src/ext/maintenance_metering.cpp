@@ -39,11 +39,12 @@ namespace ot::ext {
 namespace {
 
 // The settings a session of the role would start with, as far as metering
-// reads them; what the role does not set is the server's (as this worker has it).
+// reads them; what neither the role nor the database sets is the server's.
 struct RoleSettings {
     Mode mode;
     core::Budget budget;
     bool true_up;
+    int cutoff_grace_ms;
     char identity[NAMEDATALEN * 2];  // empty: the role's name
 };
 
@@ -52,6 +53,7 @@ void apply(RoleSettings* s, const char* name, const char* value) {
     const char* n = name + 13;
     double d;
     bool b;
+    int i;
     Mode m;
     // A value the role's session would refuse too: the server's stays (its sessions fail at SET time).
     if (pg_strcasecmp(n, "mode") == 0 && mode_named(value, &m))
@@ -62,6 +64,9 @@ void apply(RoleSettings* s, const char* name, const char* value) {
         s->budget.rate = d;
     else if (pg_strcasecmp(n, "true_up") == 0 && parse_bool(value, &b))
         s->true_up = b;
+    else if (pg_strcasecmp(n, "cutoff_grace") == 0 && parse_int(value, &i, GUC_UNIT_MS, nullptr) && i >= -1 &&
+             i <= 3600 * 1000)
+        s->cutoff_grace_ms = i;
     else if (pg_strcasecmp(n, "identity") == 0)
         strlcpy(s->identity, value, sizeof s->identity);
 }
@@ -91,12 +96,13 @@ void apply_row(Relation rel, Oid db, Oid role, RoleSettings* s) {
 }
 
 // As a session of the role in this database would read them: ALTER ROLE … IN DATABASE over
-// ALTER ROLE over ALTER DATABASE over ALTER ROLE ALL over the server's. The server's are what
-// this worker has, which PostgreSQL set from the configuration file and, for the role the
-// worker runs as (the bootstrap superuser), from that role's own settings: a value only the
-// configuration file sets, and that superuser sets otherwise for itself, reads as the superuser's.
+// ALTER ROLE over ALTER DATABASE over ALTER ROLE ALL over the server's. The server's are the
+// postmaster's, not this worker's own: PostgreSQL gave the worker the settings of the role it
+// runs as, the bootstrap superuser, whose own mode = off would otherwise exempt every role
+// that only the configuration file throttles.
 RoleSettings role_settings(Oid role) {
-    RoleSettings s{current_mode(), current_budget(), true_up_enabled(), {}};
+    const ServerSettings& server = server_settings();
+    RoleSettings s{server.mode, server.budget, server.true_up, server.cutoff_grace_ms, {}};
     Relation rel = table_open(DbRoleSettingRelationId, AccessShareLock);
     apply_row(rel, InvalidOid, InvalidOid, &s);
     apply_row(rel, MyDatabaseId, InvalidOid, &s);
@@ -170,6 +176,14 @@ void maintenance_function() {
     error_context_stack = &cb;
     const double tokens = admit_further_pass(id, b, Mode::Reject);  // an ERROR while in debt
     error_context_stack = cb.previous;
+    // The deadline below is set with the owner's grace, not the superuser's; ANALYZE's own GUC
+    // nesting level (or the transaction's end) restores the worker's value after the table.
+    if (s.cutoff_grace_ms != cutoff_grace_ms()) {
+        char grace[16];
+        snprintf(grace, sizeof grace, "%d", s.cutoff_grace_ms);
+        (void)set_config_option("ogc_throttle.cutoff_grace", grace, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true,
+                                0, false);
+    }
     INSTR_TIME_SET_CURRENT(meter_start);
     metering_on = true;
     stage_begin(Stage::Maintenance, id, b, Mode::Reject, tokens, &meter_start);

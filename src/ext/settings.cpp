@@ -66,6 +66,27 @@ const struct config_enum_entry mode_options[] = {
 // that restores it): who pays may have changed.
 void assign_identity(const char*, void*) { identity_assignments++; }
 
+// The postmaster's values (the configuration file's, ALTER SYSTEM's, the command line's), kept as
+// it assigns them at start and at each reload; a forked backend inherits them as they were at
+// its fork and never assigns them. An autovacuum worker's own values are the bootstrap
+// superuser's session values, that role's ALTER ROLE … SET included.
+ServerSettings server_values{Mode::Off, {1000.0, 50.0}, true, 1000};
+void assign_server_mode(int v, void*) {
+    if (!IsUnderPostmaster) server_values.mode = static_cast<Mode>(v);
+}
+void assign_server_capacity(double v, void*) {
+    if (!IsUnderPostmaster) server_values.budget.capacity = v;
+}
+void assign_server_rate(double v, void*) {
+    if (!IsUnderPostmaster) server_values.budget.rate = v;
+}
+void assign_server_true_up(bool v, void*) {
+    if (!IsUnderPostmaster) server_values.true_up = v;
+}
+void assign_server_grace(int v, void*) {
+    if (!IsUnderPostmaster) server_values.cutoff_grace_ms = v;
+}
+
 // Anyone may set the identity to empty (their own role). Any other value is
 // an identity of someone else's, which only roles trusted to spend for others
 // may choose — also when it comes from ALTER ROLE/DATABASE SET, which a role
@@ -214,8 +235,10 @@ void define_settings() {
                              &setting_save, setting_save, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
     // Budgets and prices are superuser-only: the role being throttled must not set its own.
-    define_real("ogc_throttle.capacity", "Bucket capacity (burst) in milliseconds of server time.", &capacity, 0.001, 1e9, PGC_SUSET);
-    define_real("ogc_throttle.rate", "Bucket refill in milliseconds of server time per second (1000 = one core).", &rate, 0.01, 1e9, PGC_SUSET);
+    define_real("ogc_throttle.capacity", "Bucket capacity (burst) in milliseconds of server time.", &capacity, 0.001, 1e9, PGC_SUSET,
+                assign_server_capacity);
+    define_real("ogc_throttle.rate", "Bucket refill in milliseconds of server time per second (1000 = one core).", &rate, 0.01, 1e9, PGC_SUSET,
+                assign_server_rate);
     define_real("ogc_throttle.cost_max", "Every estimate is clamped to this many milliseconds.", &cost_max, 0.001, 1e12,
                 PGC_SUSET, assign_model_real);
     define_real("ogc_throttle.density", "Rows per square kilometre assumed where nothing better is known.", &density,
@@ -236,19 +259,19 @@ void define_settings() {
     DefineCustomEnumVariable("ogc_throttle.mode", "What the pricing hook does with priced statements.",
                              "off: nothing; log: price and log, charge nothing; delay: wait for tokens up to "
                              "ogc_throttle.max_delay; reject: refuse when short.",
-                             &mode, mode, mode_options, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+                             &mode, mode, mode_options, PGC_SUSET, 0, nullptr, assign_server_mode, nullptr);
     DefineCustomIntVariable("ogc_throttle.max_delay", "Longest wait for tokens in delay mode.", nullptr, &max_delay_ms,
                             max_delay_ms, 0, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("ogc_throttle.true_up", "Charge measured executor time instead of the estimate.",
                              "on: the estimate admits the statement and is settled against the milliseconds it "
                              "measurably used (the bucket may go into debt); off: the estimate is the charge.",
-                             &true_up, true_up, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+                             &true_up, true_up, PGC_SUSET, 0, nullptr, assign_server_true_up, nullptr);
     DefineCustomIntVariable("ogc_throttle.cutoff_grace",
                             "How far past its budget a statement may run before it is cancelled (-1: never).",
                             "In reject and delay modes a statement is cancelled with SQLSTATE 53T01 once it has "
                             "run longer than the tokens its bucket held when it started, plus this grace.",
-                            &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr,
-                            nullptr);
+                            &cutoff_grace, cutoff_grace, -1, 3600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr,
+                            assign_server_grace, nullptr);
     DefineCustomBoolVariable("ogc_throttle.lazy_pricing",
                              "Price a statement only when its bucket may not hold twice ogc_throttle.cost_max.",
                              "on: a statement admitted while its bucket holds twice cost_max or more (no estimate could "
@@ -275,6 +298,8 @@ void define_settings() {
     MarkGUCPrefixReserved("ogc_throttle");
 }
 
+
+const ServerSettings& server_settings() { return server_values; }
 
 bool mode_named(const char* value, Mode* out) {
     for (const config_enum_entry* e = mode_options; e->name != nullptr; e++)

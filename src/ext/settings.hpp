@@ -51,6 +51,17 @@ inline bool true_up_enabled() { return guc::true_up; }
 inline int cutoff_grace_ms() { return guc::cutoff_grace; }
 
 inline core::Budget current_budget() { return {guc::capacity, guc::rate}; }
+
+// The server's own values of the settings metering reads for a role (the postmaster's: the
+// configuration file's, ALTER SYSTEM's, the command line's), as of this process's fork; no
+// role's or database's ALTER … SET is in them.
+struct ServerSettings {
+    Mode mode;
+    core::Budget budget;
+    bool true_up;
+    int cutoff_grace_ms;
+};
+const ServerSettings& server_settings();
 // The model prices use: the weights set by the administrator, with the
 // fitted ones in their place when ogc_throttle.calibration = apply.
 // Rebuilt only after one of its settings is assigned or a new fit is stored.
