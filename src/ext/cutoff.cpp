@@ -184,8 +184,9 @@ void cutoff_context(void* arg) {
         errdetail("It used %.0f ms of server time; its budget allowed %.0f ms when it started (tokens left and "
                   "ogc_throttle.cutoff_grace); capacity %g, refilling %g per second.",
                   used, e->allowed_ms, e->budget.capacity, e->budget.rate);
-        errhint("ANALYZE ran the table's index expressions, partial-index predicates or expression statistics as "
-                "its owner, who pays for them; autovacuum tries again once the owner's bucket is out of debt.");
+        errhint("Autovacuum ran the table's index expressions, partial-index predicates or expression statistics "
+                "(in ANALYZE, or summarizing a BRIN index's range) as its owner, who pays for them; what was cut "
+                "off stays undone until autovacuum comes back to it with the owner's bucket out of debt.");
         return;
     }
     errmsg(again ? "ogc_throttle: statement cancelled again: identity \"%s\" ran past its budget and caught the "

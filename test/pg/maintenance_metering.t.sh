@@ -7,8 +7,8 @@
 # bucket held (plus the server's cutoff_grace), charged what it took, under the owner's own settings
 # (which a worker does not load). Controls: an owner whose mode is off is neither charged nor cut off;
 # an identity the owner may not choose (stored with ALTER ROLE … SET, which does not check it) is
-# not the one charged. Other spellings of the same work, an expression statistic and a partial index's
-# predicate, are charged and cut off the same way.
+# not the one charged. Other spellings of the same work, an expression statistic, a partial index's
+# predicate, a BRIN index's ranges summarized by a work item or by VACUUM, are charged and cut off the same way.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -99,18 +99,26 @@ check_eq "... not to the identity it stored" "$victim" "$(tokens victim)"
 
 # --- other spellings of the same work: an expression statistic, a partial index's predicate
 as plain -c "ALTER ROLE plain RESET ogc_throttle.identity; DROP TABLE t" >/dev/null
-spelled() {  # spelled TABLE DDL: 2 000 rows, the function only in DDL's object
+analyze_now="autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0"
+# spelled TABLE DDL [TABLE OPTIONS [CONTEXT]]: 2 000 rows, the function only in DDL's object
+spelled() {
+  local with=${3:-$analyze_now} context=${4:-"automatic (vacuum|analyze) of table \"postgres.public.$1\""}
   q "SELECT throttle_reset('plain')" >/dev/null
-  as plain -c "CREATE TABLE $1 (x int) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
-    $2; INSERT INTO $1 SELECT generate_series(1, 2000);" >/dev/null
+  as plain -c "CREATE TABLE $1 (x int) WITH ($with); $2; INSERT INTO $1 SELECT generate_series(1, 2000);" >/dev/null
   wait_for 30 below plain 0
   echo "# $1: tokens $(tokens plain), analyzed $(analyzed "$1")"
   check "$1: autovacuum's work is charged to plain" test "$(tokens plain)" -lt 0
   check "... and cut off (charged under 0.6 s)" test "$(tokens plain)" -gt -300
   check "... in autovacuum's task for $1" \
-    bash -c 'grep -A8 "$1" "$2" | grep -qE "automatic (vacuum|analyze) of table \"postgres.public.$3\""' _ "$cut" "$DIR/server.log" "$1"
+    bash -c 'grep -A8 "$1" "$2" | grep -qE "$3"' _ "$cut" "$DIR/server.log" "$context"
   as plain -c "DROP TABLE $1" >/dev/null
 }
 spelled st "CREATE STATISTICS st_liar ON (t_liar(x)) FROM st"
 spelled pt "CREATE INDEX ON pt (x) WHERE t_liar(x) > 0"
+# A BRIN index's ranges summarized as they fill (autosummarize: a work item, no ANALYZE), and by VACUUM.
+spelled bs "CREATE INDEX bs_liar ON bs USING brin (t_liar(x)) WITH (pages_per_range = 1, autosummarize = on)" \
+  "autovacuum_enabled = off" 'processing work entry for relation "postgres.public.bs_liar"'
+spelled bv "CREATE INDEX ON bv USING brin (t_liar(x)) WITH (pages_per_range = 1)" \
+  "autovacuum_vacuum_insert_threshold = 0, autovacuum_vacuum_insert_scale_factor = 0, autovacuum_analyze_threshold = 2000000000" \
+  'automatic vacuum of table "postgres.public.bv"'
 tap_exit
