@@ -288,6 +288,7 @@ void unmetered(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool o
 
 // A parallel worker's own share of a statement its leader admitted.
 void worker_pass(Pass pass, QueryDesc* qd, ScanDirection dir, uint64 count, bool once) {
+    worker_ran_query_pass = true;
     instr_time start;
     INSTR_TIME_SET_CURRENT(start);
     unmetered(pass, qd, dir, count, once);
@@ -522,6 +523,7 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
         pricing_aborted(InvalidSubTransactionId);
         stages_aborted(InvalidSubTransactionId);
     }
+    if (event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT) parallel_worker_ended();
     switch (event) {
         case XACT_EVENT_PRE_COMMIT:
             if (unlikely(!session_setup_charged)) charge_session_setup();

@@ -40,6 +40,13 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
                        double deposit, double tokens_left, const core::PlanFeatures* features);
 
 
+// A parallel worker's transaction ends (XACT_EVENT_PARALLEL_COMMIT or _ABORT). A worker that ran no
+// query pass (one of a parallel index build's or a parallel VACUUM's) charges the leader's
+// identity the whole of its life (parallel_maintenance.cpp); query workers charge their passes.
+void parallel_worker_ended();
+extern bool worker_ran_query_pass;
+
+
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a
 // span that is charged as a whole (a commit's deferred-trigger phase, a
 // message's unmetered work).

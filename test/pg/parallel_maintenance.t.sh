@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Work parallel maintenance workers do, as a throttled role would use them. A btree CREATE INDEX (or
+# REINDEX) and a VACUUM with PARALLEL hand part of their work to workers that run no query: no pass of
+# theirs was metered, and a role's index build with two workers used 2.9 s of server CPU for a charge
+# of 2.0 s (the leader's). Each such worker now charges the leader's identity its whole life. Measured
+# against the CPU time of every process the work took (the postmaster's reaped children: the session's
+# backend and its workers), with a serial build as the control.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+cluster_up 55503 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off" \
+  "max_parallel_maintenance_workers = 2" "maintenance_work_mem = '256MB'" "min_parallel_index_scan_size = 0"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE plain LOGIN; GRANT CREATE ON SCHEMA public TO plain;
+   ALTER ROLE plain SET ogc_throttle.mode = 'reject';
+   ALTER ROLE plain SET ogc_throttle.capacity = 1000000;
+   ALTER ROLE plain SET ogc_throttle.rate = 0.01;
+   ALTER ROLE plain SET ogc_throttle.charge_connection = off;" >/dev/null || { not_ok "setup"; tap_exit; }
+as() { local who=$1; shift; as_pg psql -X -h "$DIR" -p "$PORT" -U "$who" -d postgres -At "$@" 2>"$DIR/p.err"; }
+# parallel_workers on the table: the build asks for 2 workers whatever the planner thinks of its size.
+as plain -c "CREATE TABLE big WITH (parallel_workers = 2) AS
+               SELECT g AS x, md5(g::text) AS s FROM generate_series(1, 1500000) g" >/dev/null
+[ -s "$DIR/p.err" ] && { not_ok "plain's table"; cat "$DIR/p.err"; tap_exit; }
+
+pm=$(head -1 "$DIR/data/postmaster.pid")
+reaped_cpu_ms() { awk '{ print ($16 + $17) * 10 }' "/proc/$pm/stat"; }  # children's user + sys, in ticks of 10 ms
+tokens() { q "SELECT tokens FROM throttle_peek('plain')"; }
+# run WORKERS SQL: "charged cpu" in ms, once the session and its workers have exited
+run() {
+  local t0 c0 n
+  t0=$(tokens); c0=$(reaped_cpu_ms)
+  as plain -c "SET max_parallel_maintenance_workers = $1" -c "$2" >/dev/null
+  for n in $(seq 1 40); do
+    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'plain' OR backend_type = 'parallel worker'")" = 0 ] && break
+    sleep 0.05
+  done
+  sleep 0.2
+  awk -v a="$t0" -v b="$(tokens)" -v c="$(( $(reaped_cpu_ms) - c0 ))" 'BEGIN { printf "%.0f %d\n", a - b, c }'
+}
+ratio() { awk -v c="$1" -v u="$2" 'BEGIN { printf "%.2f", (u > 0) ? c / u : 0 }'; }
+
+read -r ch cpu < <(run 0 "CREATE INDEX serial_i ON big (s, x)")
+echo "# serial build: charged $ch ms, CPU $cpu ms"
+check "a serial build is charged about its CPU time (ratio $(ratio "$ch" "$cpu"), control)" \
+  fcmp "$(ratio "$ch" "$cpu")" ">=" 0.85
+read -r ch cpu < <(run 2 "CREATE INDEX parallel_i ON big (s, x)")
+echo "# parallel build (2 workers): charged $ch ms, CPU $cpu ms"
+check "a build with two parallel workers is charged at least 0.9 of the CPU it took (ratio $(ratio "$ch" "$cpu"))" \
+  fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
+read -r ch cpu < <(run 2 "REINDEX INDEX parallel_i")
+echo "# REINDEX (2 workers): charged $ch ms, CPU $cpu ms"
+check "... and so is a REINDEX (ratio $(ratio "$ch" "$cpu"))" fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
+
+# VACUUM: its indexes' dead entries removed by workers, one index each.
+as plain -c "CREATE INDEX big_x ON big (x); CREATE INDEX big_s ON big (s); DROP INDEX serial_i, parallel_i;
+             DELETE FROM big WHERE x % 2 = 0" >/dev/null
+read -r ch cpu < <(run 2 "VACUUM (PARALLEL 2) big")
+echo "# VACUUM (PARALLEL 2): charged $ch ms, CPU $cpu ms"
+check "VACUUM (PARALLEL 2) is charged at least 0.9 of the CPU it took (ratio $(ratio "$ch" "$cpu"))" \
+  fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
+
+tap_exit
