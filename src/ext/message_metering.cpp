@@ -235,6 +235,7 @@ void add_pending_slow(double ms, bool may_look_up) {
     if (!exit_charge_registered) {
         before_shmem_exit(charge_at_exit, 0);
         exit_charge_registered = true;
+        exit_metering_start();
     }
 }
 

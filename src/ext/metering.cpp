@@ -527,6 +527,7 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
     switch (event) {
         case XACT_EVENT_PRE_COMMIT:
             if (unlikely(!session_setup_charged)) charge_session_setup();
+            exit_metering_commit();
             [[fallthrough]];
         case XACT_EVENT_PRE_PREPARE:
             if (unlikely(commit_phase_on)) commit_phase_over();

@@ -47,6 +47,13 @@ void parallel_worker_ended();
 extern bool worker_ran_query_pass;
 
 
+// The session's exit, timed and charged (exit_metering.cpp): registered with the first message's
+// answer (exit_metering_start), and again at a write transaction's commit once a temporary schema
+// exists (exit_metering_commit).
+void exit_metering_start();
+void exit_metering_commit();
+
+
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a
 // span that is charged as a whole (a commit's deferred-trigger phase, a
 // message's unmetered work).

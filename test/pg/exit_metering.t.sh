@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The work a session's exit does, as a throttled role would use it: temporary relations, and a local
+# buffer pool made huge (temp_buffers, which any role may set), make their removal expensive: each
+# relation's drop scans every local buffer descriptor. DISCARD TEMP does that as a metered statement;
+# leaving does it at exit, where no meter ran (2 000 tables: 3.5 s charged, 26 s of CPU free). Each
+# session here is compared with its twin that ends with DISCARD TEMP (or ROLLBACK) itself, and a role
+# with a small bucket shows the debt the exit leaves for its next session.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+cluster_up 55505 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off" "max_locks_per_transaction = 256"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE plain LOGIN; CREATE ROLE small LOGIN;
+   ALTER ROLE plain SET ogc_throttle.capacity = 1000000;
+   ALTER ROLE small SET ogc_throttle.capacity = 500;
+   ALTER ROLE ALL SET ogc_throttle.mode = 'reject';
+   ALTER ROLE ALL SET ogc_throttle.rate = 0.01;
+   ALTER ROLE ALL SET ogc_throttle.charge_connection = off;
+   ALTER ROLE postgres SET ogc_throttle.mode = 'off';" >/dev/null || { not_ok "setup"; tap_exit; }
+
+tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
+gone() { [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'")" = 0 ]; }
+# session ROLE FILE: runs the file in one session, then waits until its backend has exited
+session() {
+  as_pg psql -X -q -h "$DIR" -p "$PORT" -U "$1" -d postgres -f "$2" >/dev/null 2>"$DIR/p.err"
+  local n; for n in $(seq 1 600); do gone "$1" && break; sleep 0.1; done
+  sleep 0.2
+}
+# charged ROLE FILE: ms charged to ROLE for the whole session
+charged() {
+  local t0; t0=$(tokens "$1")
+  session "$1" "$2"
+  awk -v a="$t0" -v b="$(tokens "$1")" 'BEGIN { printf "%.0f", a - b }'
+}
+script() {  # script NAME BEGIN END: 200 temporary tables with two indexes each, a row in one
+  cat > "$DIR/$1.sql" <<SQL
+SET temp_buffers = '10GB';
+$2
+SELECT format('CREATE TEMP TABLE t%s (x int PRIMARY KEY, y int); CREATE INDEX ON t%s (y);', g, g)
+  FROM generate_series(1, 200) g \gexec
+INSERT INTO t1 VALUES (1, 1);
+$3
+SQL
+  chmod 644 "$DIR/$1.sql"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "SELECT 1" >/dev/null  # plain's bucket
+script committed "" ""
+script discarded "" "DISCARD TEMP;"
+a=$(charged plain "$DIR/committed.sql"); b=$(charged plain "$DIR/discarded.sql")
+echo "# temporary tables left at exit: session charged $a ms; its twin that discards them itself: $b ms"
+check "the exit that removes a session's temporary tables is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
+  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+check "... and the twin's removal was real work (over 300 ms)" test "$b" -gt 300
+
+script open "BEGIN;" ""
+script rolledback "BEGIN;" "ROLLBACK;"
+a=$(charged plain "$DIR/open.sql"); b=$(charged plain "$DIR/rolledback.sql")
+echo "# a transaction left open at exit: session charged $a ms; its twin that rolls back itself: $b ms"
+check "the exit that aborts an open transaction's work is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
+  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+
+echo "SELECT 1;" > "$DIR/plain.sql"; chmod 644 "$DIR/plain.sql"
+a=$(charged plain "$DIR/plain.sql")
+check "a session with nothing to clean up is charged little for its exit ($a ms)" test "$a" -lt 50
+
+# small: 500 ms of capacity. The exit is not cut off; it leaves a debt the next session meets.
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres -c "SELECT 1" >/dev/null
+session small "$DIR/committed.sql"
+left=$(tokens small)
+echo "# small after its session: tokens $left"
+check "a small bucket is left deep in debt by the exit's work (beyond its whole capacity of 500)" fcmp "$left" "<" -500
+out=$(as_pg psql -X -h "$DIR" -p "$PORT" -U small -d postgres -c "SELECT count(*) FROM pg_class" 2>&1)
+check "... and the next session's statement is refused (53T01)" grep -q "budget exhausted" <<<"$out"
+tap_exit
