@@ -4,7 +4,8 @@
 // temp_buffers = '10GB' (each relation's drop then scans every local buffer descriptor), and
 // left: 26 s of backend CPU, free (DISCARD TEMP, the same work as a statement, is metered). The
 // exit is now timed from before the first of that work to after the last of it and charged to
-// the session's identity; it cannot be cut off, so what it used is debt its next sessions repay.
+// the session's identity when it leaves such work behind; it cannot be cut off, so what it used
+// is debt its next sessions repay.
 //
 // PostgreSQL runs the exit's callbacks last registered first. The start is registered with the
 // first message's answer, which is after the session's own start (the abort of an open
@@ -14,7 +15,6 @@
 #include "ext/metering.hpp"
 
 #include "ext/execution.hpp"
-
 #include "ext/settlement.hpp"
 #include "ext/sql_args.hpp"
 
@@ -36,8 +36,14 @@ bool temp_callback_pending = false;
 bool started = false;
 instr_time exit_start;
 
+// Timed only where the session left work behind: a temporary schema, or a transaction open (a
+// FATAL inside one, a client gone within BEGIN). Another exit is the connection's own cost, as its
+// set-up is (ogc_throttle.charge_connection).
 void exit_begins(int, Datum) {
     if (started) return;  // (registered twice: the later runs first)
+    Oid temp = InvalidOid, toast = InvalidOid;
+    GetTempNamespaceState(&temp, &toast);
+    if (!OidIsValid(temp) && !IsTransactionOrTransactionBlock()) return;
     INSTR_TIME_SET_CURRENT(exit_start);
     started = true;
 }
@@ -80,7 +86,8 @@ void exit_metering_commit() {
     Oid temp = InvalidOid, toast = InvalidOid;
     GetTempNamespaceState(&temp, &toast);
     if (!OidIsValid(temp)) return;
-    auto* cb = static_cast<MemoryContextCallback*>(MemoryContextAlloc(TopTransactionContext, sizeof(MemoryContextCallback)));
+    auto* cb =
+        static_cast<MemoryContextCallback*>(MemoryContextAlloc(TopTransactionContext, sizeof(MemoryContextCallback)));
     cb->func = after_temp_schema;
     cb->arg = nullptr;
     MemoryContextRegisterResetCallback(TopTransactionContext, cb);

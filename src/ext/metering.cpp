@@ -523,7 +523,8 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
         pricing_aborted(InvalidSubTransactionId);
         stages_aborted(InvalidSubTransactionId);
     }
-    if (event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT) parallel_worker_ended();
+    if (event == XACT_EVENT_PARALLEL_PRE_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+        parallel_worker_ended(event == XACT_EVENT_PARALLEL_PRE_COMMIT);
     switch (event) {
         case XACT_EVENT_PRE_COMMIT:
             if (unlikely(!session_setup_charged)) charge_session_setup();

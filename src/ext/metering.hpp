@@ -40,10 +40,11 @@ void metering_admitted(QueryDesc* qd, const IdentityKey& id, core::Budget b, Mod
                        double deposit, double tokens_left, const core::PlanFeatures* features);
 
 
-// A parallel worker's transaction ends (XACT_EVENT_PARALLEL_COMMIT or _ABORT). A worker that ran no
-// query pass (one of a parallel index build's or a parallel VACUUM's) charges the leader's
-// identity the whole of its life (parallel_maintenance.cpp); query workers charge their passes.
-void parallel_worker_ended();
+// A parallel worker's transaction ends (committing: XACT_EVENT_PARALLEL_PRE_COMMIT, else its
+// abort). A worker that ran no query pass (one of a parallel index build's or a parallel
+// VACUUM's) charges the leader's identity the whole of its life (parallel_maintenance.cpp);
+// query workers charge their passes.
+void parallel_worker_ended(bool committing);
 extern bool worker_ran_query_pass;
 
 
