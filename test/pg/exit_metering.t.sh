@@ -46,20 +46,17 @@ SQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
 
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "SELECT 1" >/dev/null  # plain's bucket
-script committed "" ""
-script discarded "" "DISCARD TEMP;"
-a=$(charged plain "$DIR/committed.sql"); b=$(charged plain "$DIR/discarded.sql")
-echo "# temporary tables left at exit: session charged $a ms; its twin that discards them itself: $b ms"
-check "the exit that removes a session's temporary tables is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
-  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+# twins WHAT BEGIN END: the session that leaves its work to the exit against its twin that ends with END
+twins() {
+  script left "$2" ""
+  script ended "$2" "$3"
+  a=$(charged plain "$DIR/left.sql"); b=$(charged plain "$DIR/ended.sql")
+  echo "# $1: session charged $a ms; its twin that ends with $3 itself: $b ms"
+  check "the exit that $1 is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" fcmp "$(ratio "$a" "$b")" ">=" 0.8
+}
+twins "removes a session's temporary tables" "" "DISCARD TEMP;"
 check "... and the twin's removal was real work (over 300 ms)" test "$b" -gt 300
-
-script open "BEGIN;" ""
-script rolledback "BEGIN;" "ROLLBACK;"
-a=$(charged plain "$DIR/open.sql"); b=$(charged plain "$DIR/rolledback.sql")
-echo "# a transaction left open at exit: session charged $a ms; its twin that rolls back itself: $b ms"
-check "the exit that aborts an open transaction's work is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
-  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+twins "aborts a transaction left open" "BEGIN;" "ROLLBACK;"
 
 echo "SELECT 1;" > "$DIR/plain.sql"; chmod 644 "$DIR/plain.sql"
 a=$(charged plain "$DIR/plain.sql")
@@ -67,6 +64,7 @@ check "a session with nothing to clean up is charged only its statement ($a ms)"
 
 # small: 500 ms of capacity. The exit is not cut off; it leaves a debt the next session meets.
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres -c "SELECT 1" >/dev/null
+script committed "" ""
 session small "$DIR/committed.sql"
 left=$(tokens small)
 echo "# small after its session: tokens $left"

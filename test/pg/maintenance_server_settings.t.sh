@@ -23,27 +23,7 @@ q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
    CREATE ROLE graced LOGIN; GRANT CREATE ON SCHEMA public TO graced;
    ALTER ROLE graced SET ogc_throttle.cutoff_grace = '3s';" >/dev/null || { not_ok "setup"; tap_exit; }
 
-as() { local who=$1; shift; as_pg psql -X -h "$DIR" -p "$PORT" -U "$who" -d postgres -At "$@" 2>"$DIR/p.err"; }
-tokens() { q "SELECT round(tokens) FROM throttle_peek('$1')"; }
-analyzed() { q "SELECT coalesce(autoanalyze_count, 0) FROM pg_stat_user_tables WHERE relname = '$1'"; }
-# An index on a function that sleeps 10 ms a row only outside a client backend (autovacuum's ANALYZE).
-liar_table() {
-  as "$1" -c "CREATE OR REPLACE FUNCTION $1_liar(x int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS \$\$
-      BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = pg_backend_pid() AND backend_type = 'client backend')
-        THEN PERFORM pg_sleep(0.01); END IF;
-        RETURN x;
-      END \$\$;
-    CREATE TABLE $2 (x int) WITH (autovacuum_analyze_threshold = 0, autovacuum_analyze_scale_factor = 0);
-    CREATE INDEX ON $2 ($1_liar(x));
-    INSERT INTO $2 SELECT generate_series(1, $3);" >/dev/null
-}
-wait_for() {
-  local n=$(( $1 * 4 )); shift
-  while [ "$n" -gt 0 ]; do "$@" && return 0; sleep 0.25; n=$((n - 1)); done
-  return 1
-}
-below() { [ "$(tokens "$1")" -lt "$2" ]; }
+. "$(dirname "$0")/autovacuum_liar.sh"
 
 check_eq "the superuser's own session reads its mode off" "off" "$(q "SHOW ogc_throttle.mode")"
 check_eq "plain's session reads the server's mode" "reject" "$(as plain -c "SHOW ogc_throttle.mode")"
