@@ -57,6 +57,18 @@ twins() {
 twins "removes a session's temporary tables" "" "DISCARD TEMP;"
 check "... and the twin's removal was real work (over 300 ms)" test "$b" -gt 300
 twins "aborts a transaction left open" "BEGIN;" "ROLLBACK;"
+# The same in one Query message (psql's \; sends the statements together): the temporary schema is
+# created after the message's first answer, in the transaction that ends with the message.
+one_message() {  # one_message NAME END
+  printf '%s\n' "SET temp_buffers = '10GB' \\; DO \$d\$ BEGIN FOR i IN 1..200 LOOP EXECUTE format('CREATE TEMP TABLE t%s (x int PRIMARY KEY, y int); CREATE INDEX ON t%s (y)', i, i); END LOOP; END \$d\$ \\; INSERT INTO t1 VALUES (1, 1) $2" > "$DIR/$1.sql"
+  chmod 644 "$DIR/$1.sql"
+}
+one_message left1 ""
+one_message ended1 "\\; DISCARD TEMP"
+a=$(charged plain "$DIR/left1.sql"); b=$(charged plain "$DIR/ended1.sql")
+echo "# one message: session charged $a ms; its twin that ends with DISCARD TEMP itself: $b ms"
+check "the exit after a single message that made the temporary tables is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
+  fcmp "$(ratio "$a" "$b")" ">=" 0.8
 
 echo "SELECT 1;" > "$DIR/plain.sql"; chmod 644 "$DIR/plain.sql"
 a=$(charged plain "$DIR/plain.sql")
