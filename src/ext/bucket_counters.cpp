@@ -2,7 +2,6 @@
 // PGPROC, written only by its backend, summed by readers.
 #include "ext/bucket_shared.hpp"
 #include "ext/hot.hpp"
-#include "ext/hot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +45,8 @@ void init_counters() {
         pg_atomic_init_u64(&c->shadow_refusals, 0);
         pg_atomic_init_u64(&c->measured_us, 0);
         pg_atomic_init_u64(&c->cutoffs, 0);
+        pg_atomic_init_u32(&c->payer.seq, 0);
+        c->payer.pid = 0;
     }
 }
 

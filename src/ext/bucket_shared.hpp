@@ -1,4 +1,5 @@
-// Layout of the shared bucket table, private to bucket_table.cpp and bucket_persist.cpp.
+// Layout of the shared bucket table, private to bucket_table.cpp, bucket_persist.cpp,
+// bucket_counters.cpp and payer_slots.cpp.
 #pragma once
 #include "ext/hot.hpp"
 #include "ext/bucket_table.hpp"
@@ -26,6 +27,19 @@ struct BucketEntry {
     TimestampTz last_request;
 };
 
+// Who pays for the work a backend causes in others (payer_slots.cpp): written by that backend,
+// read by the listeners that deliver its notifications and by its parallel workers. seq is odd
+// while a write is under way (one writer: the slot's backend).
+struct PayerSlot {
+    pg_atomic_uint32 seq;
+    int32 pid;
+    bool metered;  // the sender's mode meters (not off, true-up on, a budget the spend path takes)
+    bool charges;  // ... and charges (not log)
+    double capacity;
+    double rate;
+    IdentityKey key;
+};
+
 // One per PGPROC slot, each on its own cache line: a backend only writes its own.
 struct alignas(64) BackendCounters {
     pg_atomic_uint64 spends;
@@ -38,6 +52,7 @@ struct alignas(64) BackendCounters {
     pg_atomic_uint64 shadow_refusals;
     pg_atomic_uint64 measured_us;
     pg_atomic_uint64 cutoffs;
+    PayerSlot payer;  // (after the counters: read by listeners only)
 };
 
 // The debt board: for each of kBoardSlots slots, the latest TAT any bucket

@@ -102,6 +102,13 @@ void commit_phase_over();
 extern OT_LOCAL bool commit_flush_on;
 void commit_flush_begin();
 void commit_flush_end();
+// A commit outside every statement's text (a Sync's, a fast-path call's) without an xid at its
+// pre-commit callback: timed from there (late_xid_begin) to the end of its cleanup, and charged, if
+// its pre-commit work gave it one (seen at the commit callback, late_xid_end): PreCommit_Notify
+// writing the notification queue.
+extern OT_LOCAL bool late_xid_watch;
+void late_xid_begin();
+void late_xid_end();
 // COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller
 // like a commit (never refused: a role in debt must be able to release what a
 // prepared transaction holds).

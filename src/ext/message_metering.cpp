@@ -6,6 +6,7 @@
 #include "ext/statement_samples.hpp"
 #include "ext/sql_args.hpp"
 
+#include <cstring>
 #include <ctime>
 
 extern "C" {
@@ -15,7 +16,9 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "port/pg_bswap.h"
 #include "tcop/tcopprot.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
 
@@ -251,13 +254,14 @@ inline void add_pending(double ms, bool may_look_up) {
 }
 
 // The answer ends the message's work, or a statement's in a query string.
-// Rows, notices and the rest pass untouched (is_answer(): a tail call, no frame).
+// Rows, notices and the rest pass untouched (is_answer(): a tail call, no frame);
+// a notification is caught with the answers and timed on its own (deliver_and_put).
 // (A bit per type from '1' to 'p', and PortalSuspended's 's' on its own: a
 // subtraction, a compare and a bit test, where a switch was a dozen compares
 // a message.)
 constexpr std::uint64_t answer_bit(char type) { return std::uint64_t{1} << (type - '1'); }
 constexpr std::uint64_t kAnswers = answer_bit('E') | answer_bit('1') | answer_bit('2') | answer_bit('C') |
-                                   answer_bit('I') | answer_bit('V') | answer_bit('Z');
+                                   answer_bit('I') | answer_bit('V') | answer_bit('Z') | answer_bit('A');
 inline bool is_answer(char type) {
     const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
     return (offset < 64 && ((kAnswers >> offset) & 1) != 0) || type == 's';
@@ -303,7 +307,48 @@ inline void answered(char type) {
     restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V', start, now_metered);
 }
 
+// A NotificationResponse ('A', not an answer: it ends no message's work) is delivered inside the
+// listener's own transaction (ProcessIncomingNotify's), between statements; its sender pays for
+// it (notify_metering.cpp). The CPU time from just before the first one of a transaction, then
+// from each one to the next, is charged to the sender of the later one. The listener never pays
+// for it: it is taken out of the spans here as a wait is, and out of a Sync's CPU window.
+bool delivering = false;
+double delivery_cpu = 0;
+
+void delivery_over(void*) {
+    delivering = false;
+    delivery_flush();
+}
+
+inline int32 sender_pid(const char* s, size_t len) {
+    uint32 n = 0;
+    if (len >= sizeof n) std::memcpy(&n, s, sizeof n);
+    return static_cast<int32>(pg_ntoh32(n));
+}
+
+__attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
+    if (!delivering) {
+        if (!IsTransactionState() || !shared_memory_ready()) return socket_methods->putmessage('A', s, len);
+        auto* cb = static_cast<MemoryContextCallback*>(
+            MemoryContextAlloc(TopTransactionContext, sizeof(MemoryContextCallback)));
+        cb->func = delivery_over;
+        cb->arg = nullptr;
+        MemoryContextRegisterResetCallback(TopTransactionContext, cb);
+        delivering = true;
+        delivery_cpu = cpu_ms();
+    }
+    const int r = socket_methods->putmessage('A', s, len);
+    const double now = cpu_ms();
+    const double ms = now - delivery_cpu;
+    delivery_cpu = now;
+    waited_total += ms;
+    if (cpu_marked) cpu_at_mark += ms;
+    delivery_charge(sender_pid(s, len), ms);
+    return r;
+}
+
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
+    if (unlikely(type == 'A')) return deliver_and_put(s, len);
     answered(type);
     return socket_methods->putmessage(type, s, len);
 }

@@ -26,6 +26,7 @@ extern "C" {
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/pquery.h"
+#include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 }
 
@@ -504,12 +505,20 @@ OT_HOT void on_xact(XactEvent event, void*) {
     if (event == XACT_EVENT_PRE_COMMIT) {
         // MyProc->xid: the top transaction's id once it has one (as
         // GetTopTransactionIdIfAny() would say, without its call).
-        if (likely(session_setup_charged) && likely(!commit_phase_on) && MyProc->xid == InvalidTransactionId)
-            return;  // nothing to flush: commit_flush_begin() would find no xid
+        if (likely(session_setup_charged) && likely(!commit_phase_on) && MyProc->xid == InvalidTransactionId) {
+            // nothing to flush: commit_flush_begin() would find no xid (unless the pre-commit gives one)
+            if (debug_query_string == nullptr) return late_xid_begin();
+            late_xid_watch = false;
+            return;
+        }
     } else if (event == XACT_EVENT_COMMIT) {
         current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
         end_conversion_stage();               // (never past its transaction, whose subtransactions it names)
-        if (likely(!commit_flush_on) && open_high == 0) return;
+        // (an xid: a write, or notifications queued, whose listeners find the payer published)
+        if (likely(!commit_flush_on) && open_high == 0 && GetTopTransactionIdIfAny() == InvalidTransactionId) {
+            late_xid_watch = false;
+            return;
+        }
     }
     on_xact_other(event);
 }
@@ -529,14 +538,23 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
         case XACT_EVENT_PRE_COMMIT:
             if (unlikely(!session_setup_charged)) charge_session_setup();
             exit_metering_commit();
+            if (MyProc->xid == InvalidTransactionId && debug_query_string == nullptr)
+                late_xid_begin();
+            else
+                late_xid_watch = false;
             [[fallthrough]];
         case XACT_EVENT_PRE_PREPARE:
             if (unlikely(commit_phase_on)) commit_phase_over();
             commit_flush_begin();
             break;
         case XACT_EVENT_COMMIT:
+            if (late_xid_watch) late_xid_end();
+            if (GetTopTransactionIdIfAny() != InvalidTransactionId) publish_payer();
+            commit_flush_end();
+            break;
         case XACT_EVENT_PREPARE: commit_flush_end(); break;
         case XACT_EVENT_ABORT:
+            late_xid_watch = false;
             if (unlikely(commit_phase_on)) commit_phase_over();
             commit_flush_end();
             break;

@@ -55,6 +55,26 @@ void exit_metering_start();
 void exit_metering_commit();
 
 
+// Who pays for the work this backend causes in others (payer_slots.cpp): published in shared
+// memory at a commit that has an xid and as a metered utility statement begins; read by PID
+// (a listener delivering this backend's notifications) or by a parallel worker for its leader.
+struct Payer {
+    bool metered;  // not mode off, true-up on, a budget the spend path takes
+    bool charges;  // ... and not log mode
+    core::Budget budget;
+    IdentityKey key;
+};
+void publish_payer();
+bool find_payer(int32 pid, Payer& out);
+bool leader_payer(Payer& out);
+
+// Notifications (notify_metering.cpp): a listener's delivery time gathered per sender (its PID)
+// and charged to the sender's identity when the sender changes and when the delivering
+// transaction ends.
+void delivery_charge(int32 sender, double ms);
+void delivery_flush();
+
+
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a
 // span that is charged as a whole (a commit's deferred-trigger phase, a
 // message's unmetered work).

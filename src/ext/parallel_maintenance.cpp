@@ -5,8 +5,8 @@
 // leader's identity (its GUCs and session user are the leader's) the wall time of its whole
 // life, from its fork to its commit: what it holds a worker slot and a core for. It is not cut
 // off on its own: the leader's statement is, at its own deadline, and its workers stop with it,
-// in an abort where the catalog cannot be read to name the identity: a worker stopped so is
-// charged only if its identity was named before.
+// in an abort where the catalog cannot be read to name the identity: a worker stopped so charges
+// the identity its leader published as its statement began (payer_slots.cpp).
 #include "ext/metering.hpp"
 
 #include "ext/settings.hpp"
@@ -28,9 +28,14 @@ void parallel_worker_ended(bool committing) {
     if (mode == Mode::Off || mode == Mode::Log || !true_up_enabled()) return;
     const core::Budget b = current_budget();
     if (core::budget_problem(b) != nullptr) return;  // the leader's statement was refused already
-    const IdentityKey* id = committing ? &own_identity() : own_identity_if_known();
     const double ms = static_cast<double>(GetCurrentTimestamp() - MyStartTimestamp) / 1000.0;
-    if (id == nullptr || !(ms > 0)) return;
+    if (!(ms > 0)) return;
+    const IdentityKey* id = committing ? &own_identity() : own_identity_if_known();
+    Payer leader{};
+    if (id == nullptr) {
+        if (!leader_payer(leader) || !leader.charges) return;
+        id = &leader.key;
+    }
     count_measured(ms);
     bucket_charge(*id, ms, b);
 }

@@ -2,6 +2,7 @@
 #include "ext/hot.hpp"
 #include "ext/density_grid.hpp"
 #include "ext/hook.hpp"
+#include "ext/metering.hpp"
 #include "ext/sql_args.hpp"
 
 extern "C" {
@@ -156,6 +157,7 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
     const Mode mode = current_mode();
     // Nothing to estimate: admitted unless the bucket is in debt.
     const double tokens_left = admit_further_pass(id, b, mode);
+    publish_payer();  // (its parallel workers, should its error stop them, charge it from there)
     Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
     meter_pass(e, call_utility, &c);
     close_execution(e, true);

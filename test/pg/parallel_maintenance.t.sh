@@ -51,6 +51,30 @@ read -r ch cpu < <(run 2 "REINDEX INDEX parallel_i")
 echo "# REINDEX (2 workers): charged $ch ms, CPU $cpu ms"
 check "... and so is a REINDEX (ratio $(ratio "$ch" "$cpu"))" fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
 
+# A build cut off at its deadline: its workers stop with the leader's error, in an abort where the
+# catalog cannot be read to name their identity. They charge the identity the leader published as
+# the statement began (before, nothing: the role's debt was only the leader's overrun).
+q "CREATE ROLE small LOGIN; GRANT CREATE ON SCHEMA public TO small; ALTER TABLE big OWNER TO small;
+   ALTER ROLE small SET ogc_throttle.mode = 'reject';
+   ALTER ROLE small SET ogc_throttle.capacity = 200;
+   ALTER ROLE small SET ogc_throttle.cutoff_grace = 0;
+   ALTER ROLE small SET ogc_throttle.rate = 0.01;
+   ALTER ROLE small SET ogc_throttle.charge_connection = off;" >/dev/null
+as small -c "SELECT 1" >/dev/null  # its bucket
+as small -v VERBOSITY=verbose -c "SET max_parallel_maintenance_workers = 2" -c "CREATE INDEX cut_i ON big (s, x)" >/dev/null
+cp "$DIR/p.err" "$DIR/cut.err"
+for n in $(seq 1 40); do
+  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'small' OR backend_type = 'parallel worker'")" = 0 ] && break
+  sleep 0.05
+done
+sleep 0.2
+cut=$(q "SELECT round(tokens) FROM throttle_peek('small')")
+echo "# a two-worker build on a 200 ms bucket, no grace: $(grep -o 'ERROR:.*' "$DIR/cut.err" | head -1); the bucket then $cut ms"
+check "the build is cut off (53T01)" grep -q "53T01" "$DIR/cut.err"
+check "... and its workers' time is charged too: debt beyond the leader's overrun (tokens $cut < -150)" \
+  fcmp "$cut" "<" -150
+q "ALTER TABLE big OWNER TO plain" >/dev/null
+
 # VACUUM: its indexes' dead entries removed by workers, one index each.
 as plain -c "CREATE INDEX big_x ON big (x); CREATE INDEX big_s ON big (s); DROP INDEX serial_i, parallel_i;
              DELETE FROM big WHERE x % 2 = 0" >/dev/null

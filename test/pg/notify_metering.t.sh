@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Notifications, as a throttled role would use them. Each listening backend reads and delivers every
+# notification on its channels to its client, on no meter of its own: 3 000 notifications of 7.9 kB
+# were charged 183 ms to their sender while twenty listeners used 907 ms of CPU to deliver them. The
+# sender pays for the delivery now (a listener is not charged: NOTIFY needs no privilege, and a flood
+# on a channel someone listens to would be charged to the victim). And a Sync's commit, where a
+# transaction that only notified writes the notification queue, was free under the extended protocol.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
+   CREATE ROLE flooder LOGIN; CREATE ROLE victim LOGIN; CREATE ROLE small LOGIN;
+   CREATE ROLE viasimple LOGIN; CREATE ROLE viaextended LOGIN;
+   ALTER ROLE ALL SET ogc_throttle.capacity = 1000000;
+   ALTER ROLE small SET ogc_throttle.capacity = 150;
+   ALTER ROLE ALL SET ogc_throttle.mode = 'reject';
+   ALTER ROLE ALL SET ogc_throttle.rate = 0.01;
+   ALTER ROLE ALL SET ogc_throttle.charge_connection = off;
+   ALTER ROLE postgres SET ogc_throttle.mode = 'off';" >/dev/null || { not_ok "setup"; tap_exit; }
+
+tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
+diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a - b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+PM=$(head -1 "$DIR/data/postmaster.pid")
+reaped_ms() { awk '{ print ($16 + $17) * 1000 / '"$(getconf CLK_TCK)"' }' "/proc/$PM/stat"; }
+flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9 kB
+  echo "SELECT count(pg_notify('${2:-jobs}', repeat('x', 7890) || g)) FROM generate_series(1, $1) g;"
+}
+for r in flooder victim small viasimple viaextended; do
+  as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
+done
+
+# 1. The queue written at a Sync's commit: the same statement through pgbench's simple and extended
+#    protocols, no one listening.
+flood 6000 quiet > "$DIR/flood.sql"; chmod 644 "$DIR/flood.sql"
+via() {  # via ROLE MODE: ms charged for one run of the statement
+  local t0; t0=$(tokens "$1")
+  as_pg pgbench -n -M "$2" -t 1 -f "$DIR/flood.sql" -h "$DIR" -p "$PORT" -U "$1" postgres >/dev/null 2>"$DIR/p.err"
+  sleep 0.3
+  diff_ms "$t0" "$(tokens "$1")"
+}
+s=0; e=0
+for order in se es se; do  # three runs each, alternating which goes first
+  for m in $(grep -o . <<<"$order"); do
+    if [ "$m" = s ]; then s=$(( s + $(via viasimple simple) )); else e=$(( e + $(via viaextended extended) )); fi
+  done
+done
+echo "# 3 x 6 000 notifications queued: charged $s ms through the simple protocol, $e ms through the extended one"
+check "a Sync's commit that writes the notification queue is charged (extended/simple $(ratio "$e" "$s") >= 0.85)" \
+  fcmp "$(ratio "$e" "$s")" ">=" 0.85
+
+# 2. Ten sessions of a victim role listen; another role floods their channel.
+L=10; N=3000
+listen() {  # listen ROLE N: L listeners of ROLE, their backends' PIDs in $DIR/pids
+  rm -f "$DIR"/l*.out
+  for i in $(seq 1 $L); do
+    as_pg python3 "$(dirname "$0")/notify_listener.py" "host=$DIR port=$PORT user=$1 dbname=postgres" jobs "$2" 60 3 \
+      > "$DIR/l$i.out" 2>/dev/null &
+  done
+  for i in $(seq 1 100); do [ "$(cat "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ] && break; sleep 0.1; done
+  for i in $(seq 1 $L); do head -1 "$DIR/l$i.out"; done > "$DIR/pids"
+}
+oncpu_ms() { local s=0 p; for p in $(cat "$DIR/pids"); do s=$(( s + $(awk '{ print $1 }' "/proc/$p/schedstat") )); done; echo $(( s / 1000000 )); }
+delivered() { [ "$(grep -l "^got $1\$" "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ]; }
+
+listen victim $N
+v0=$(tokens victim); f0=$(tokens flooder); c0=$(oncpu_ms); r0=$(reaped_ms)
+flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U flooder -d postgres >/dev/null 2>"$DIR/p.err"
+for i in $(seq 1 300); do delivered $N && break; sleep 0.1; done
+sleep 0.3
+c1=$(oncpu_ms); r1=$(reaped_ms)
+f=$(diff_ms "$f0" "$(tokens flooder)"); v=$(diff_ms "$v0" "$(tokens victim)")  # (the listeners still there)
+wait
+used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
+echo "# $L listeners got $(grep -h got "$DIR"/l*.out | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+echo "# the flooder was charged $f ms; its session and the listeners used $used ms of CPU ($((c1 - c0)) ms delivering)"
+check "every listener got every notification" delivered $N
+check "the flooder pays for the delivery (charged / CPU used $(ratio "$f" "$used") >= 0.8)" fcmp "$(ratio "$f" "$used")" ">=" 0.8
+# (what the victim is charged here is its own LISTEN statements' true-up, settled as the delivery begins)
+check "the listening victim does not pay for it (charged $v ms, under 20, of $((c1 - c0)) ms delivering)" fcmp "$v" "<" 20
+
+# 3. A flooder with a small bucket: what the delivery costs is debt, and the next statement is refused.
+listen victim 1500
+flood 1500 | as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres >/dev/null 2>"$DIR/p.err"
+for i in $(seq 1 300); do delivered 1500 && break; sleep 0.1; done
+wait
+sleep 0.3
+t=$(tokens small)
+echo "# the small flooder's bucket after the delivery: $t ms"
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres -v VERBOSITY=verbose -c "SELECT 1" >/dev/null 2>"$DIR/p.err"
+check "the small flooder is left in debt by the delivery" fcmp "$t" "<" 0
+check "... and its next statement is refused (53T01)" grep -q "53T01" "$DIR/p.err"
+
+tap_exit
