@@ -4,7 +4,8 @@
 # theirs was metered, and a role's index build with two workers used 2.9 s of server CPU for a charge
 # of 2.0 s (the leader's). Each such worker now charges the leader's identity its whole life. Measured
 # against the CPU time of every process the work took (the postmaster's reaped children: the session's
-# backend and its workers), with a serial build as the control.
+# backend and its workers), with a serial build as the control; and a build cut off at its deadline,
+# whose workers stop with it.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -50,6 +51,12 @@ check "a build with two parallel workers is charged at least 0.9 of the CPU it t
 read -r ch cpu < <(run 2 "REINDEX INDEX parallel_i")
 echo "# REINDEX (2 workers): charged $ch ms, CPU $cpu ms"
 check "... and so is a REINDEX (ratio $(ratio "$ch" "$cpu"))" fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
+# CONCURRENTLY: the build commits between its phases (its record is kept across them), and its
+# first phase is the same parallel build.
+read -r ch cpu < <(run 2 "CREATE INDEX CONCURRENTLY concurrent_i ON big (s, x)")
+echo "# CREATE INDEX CONCURRENTLY (2 workers): charged $ch ms, CPU $cpu ms"
+check "... and so is a CREATE INDEX CONCURRENTLY (ratio $(ratio "$ch" "$cpu"))" fcmp "$(ratio "$ch" "$cpu")" ">=" 0.9
+as plain -c "DROP INDEX concurrent_i" >/dev/null
 
 # A build cut off at its deadline: its workers stop with the leader's error, in an abort where the
 # catalog cannot be read to name their identity. They charge the identity the leader published as
