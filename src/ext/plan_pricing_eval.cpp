@@ -83,10 +83,42 @@ bool expand_box(Walk* w, FuncExpr* f, GisBox* out) {
     Datum g;
     GisBox b;
     if (!eval_float8(w, static_cast<Node*>(lsecond(f->args)), &d) || !std::isfinite(d) || !(d >= 0)) return false;
-    if (!eval(w, static_cast<Node*>(linitial(f->args)), &g) || !box_of(w, g, &b)) return false;
+    Node* inner = static_cast<Node*>(linitial(f->args));
+    if (!known_box(w, inner, &b) && (!eval(w, inner, &g) || !box_of(w, g, &b))) return false;
     // An empty g (no box) is returned as it is; a NaN would order differently in PostGIS's min and max.
     if (std::isnan(b.xmin) || std::isnan(b.ymin) || std::isnan(b.xmax) || std::isnan(b.ymax)) return false;
     *out = {b.xmin - d, b.ymin - d, b.xmax + d, b.ymax + d, b.srid};
+    return true;
+}
+
+// ST_SetSRID(ST_MakePoint(x, y[, z[, m]]), srid), or ST_MakePoint alone (SRID 0), its arguments
+// known: the point PostGIS would make has the box (x, y, x, y), as geometry_box reads a point.
+// A search around a point given as parameters (a generic plan's ST_DWithin(geom,
+// ST_SetSRID(ST_MakePoint($1, $2), 3857), $3)) was a third of what pricing it took, in PostGIS
+// building the point. An SRID PostGIS would change (below 0, above 999 999: it clamps it, with a
+// NOTICE) and coordinates that are not finite are left to PostGIS.
+bool point_box(Walk* w, FuncExpr* f, GisBox* out) {
+    int64 srid = 0;
+    if (is_set_srid(f->funcid)) {
+        auto* inner = static_cast<Node*>(linitial(f->args));
+        if (!IsA(inner, FuncExpr)) return false;
+        if (!eval_int(w, static_cast<Node*>(lsecond(f->args)), &srid) || srid < 0 || srid > 999999) return false;
+        f = reinterpret_cast<FuncExpr*>(inner);
+        if (f->funcretset || !is_make_point(f->funcid, list_length(f->args))) return false;
+    }
+    double xy[2];
+    int i = 0;
+    ListCell* lc;
+    foreach (lc, f->args) {
+        double v;  // z and m too: a NULL one makes the point NULL (ST_MakePoint is strict)
+        if (!eval_float8(w, static_cast<Node*>(lfirst(lc)), &v)) return false;
+        if (i < 2) {
+            if (!std::isfinite(v)) return false;
+            xy[i] = v;
+        }
+        i++;
+    }
+    *out = {xy[0], xy[1], xy[0], xy[1], static_cast<int32>(srid)};
     return true;
 }
 
@@ -138,13 +170,15 @@ bool known_box(Walk* w, Node* e, GisBox* out) {
     if (f->funcretset) return false;
     const int nargs = list_length(f->args);
     const bool expand = nargs == 2 && is_foldable_st_expand(f->funcid);
-    if (!expand && (nargs < 4 || gis_role(f->funcid) != GisRole::TileEnvelope)) return false;
+    const bool tile = !expand && nargs >= 4 && gis_role(f->funcid) == GisRole::TileEnvelope;
+    if (!expand && !tile && !(nargs == 2 && is_set_srid(f->funcid)) && !is_make_point(f->funcid, nargs))
+        return false;
     for (int i = 0, n = std::min(w->nexpanded, kKnownBoxes); i < n; i++)
         if (w->expanded[i].expr == e) {
             *out = w->expanded[i].box;
             return true;
         }
-    if (!(expand ? expand_box(w, f, out) : tile_box(w, f, out))) return false;
+    if (!(expand ? expand_box(w, f, out) : tile ? tile_box(w, f, out) : point_box(w, f, out))) return false;
     w->expanded[w->nexpanded++ % kKnownBoxes] = {e, *out};
     return true;
 }

@@ -123,8 +123,8 @@ Walker as_walker(F* f) {
 MemoryContext walk_context(Walk* w);
 // geometry_box, asked once per distinct value of a walk.
 bool box_of(Walk* w, Datum geometry, GisBox* out);
-// The box of ST_Expand(g, d)'s or ST_TileEnvelope(…)'s value, known without
-// computing the value; false when e is no such call (then eval and box_of).
+// The box of ST_Expand(g, d)'s, ST_TileEnvelope(…)'s or a point's (ST_SetSRID(ST_MakePoint(…)))
+// value, known without computing the value; false when e is no such call (then eval and box_of).
 bool known_box(Walk* w, Node* e, GisBox* out);
 // A column of this row, or of the outer row of a nested loop.
 bool column_walker(Node* node, Walk* w);

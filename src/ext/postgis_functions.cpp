@@ -52,6 +52,8 @@ struct Cache {
     bool box3d_layout;   // box3d is the 52 bytes of PostGIS's BOX3D: read, not asked field by field
     bool expand_folds;   // ST_Expand(geometry, float8) is not volatile (as PostGIS declares it)
     Oid box2d_of_geometry;  // box2d(geometry), the cast ST_AsMVTGeom's bounds go through
+    Oid make_point[3];      // ST_MakePoint of 2, 3 and 4 float8 (not volatile, as PostGIS declares them)
+    Oid set_srid;           // ST_SetSRID(geometry, int4) (likewise)
 };
 Cache cache;
 
@@ -139,6 +141,14 @@ void classify(Oid fn, Form_pg_proc p) {
         cache.expand_folds = p->provolatile != PROVOLATILE_VOLATILE;
     } else if (named(name, "box2d") && p->pronargs == 1 && named(arg0, "geometry")) {
         cache.box2d_of_geometry = fn;
+    } else if (named(name, "st_makepoint") && p->pronargs >= 2 && p->pronargs <= 4 &&
+               p->provolatile != PROVOLATILE_VOLATILE) {
+        bool doubles = true;
+        for (int i = 0; i < p->pronargs; i++) doubles &= p->proargtypes.values[i] == FLOAT8OID;
+        if (doubles) cache.make_point[p->pronargs - 2] = fn;
+    } else if (named(name, "st_setsrid") && p->pronargs == 2 && named(arg0, "geometry") &&
+               p->proargtypes.values[1] == INT4OID && p->provolatile != PROVOLATILE_VOLATILE) {
+        cache.set_srid = fn;
     } else if (named(name, "box3d") && p->pronargs == 1) {
         if (named(arg0, "geometry")) cache.helpers[Box3dOfGeometry] = fn;
         if (named(arg0, "box2d")) cache.helpers[Box3dOfBox2d] = fn;
@@ -162,7 +172,8 @@ const char* const kNames[] = {"st_dwithin",   "st_asmvt",          "st_asmvtgeom
                               "geometry_distance_centroid", "geography_distance_knn", "st_contains", "st_within",
                               "st_distance", "_st_dwithin", "st_covers", "st_coveredby", "_st_contains", "_st_within",
                               "_st_intersects", "st_dfullywithin", "_st_distance", "st_asgeojson", "st_astext",
-                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent", "box2d"};
+                              "st_asbinary", "st_transform", "geometry", "st_estimatedextent", "box2d",
+                              "st_makepoint", "st_setsrid"};
 
 void rebuild() {
     if (!cache.callback_registered) {
@@ -175,6 +186,8 @@ void rebuild() {
     for (bool& r : cache.helper_ready) r = false;
     cache.all_helpers = cache.box3d_layout = cache.expand_folds = false;
     cache.box2d_of_geometry = InvalidOid;
+    for (Oid& m : cache.make_point) m = InvalidOid;
+    cache.set_srid = InvalidOid;
     cache.valid = true;  // before the lookups: an invalidation during them marks it stale again
 
     const Oid ext = get_extension_oid("postgis", true);
@@ -332,6 +345,12 @@ bool is_st_expand(Oid fn) { return helpers_ready() && fn == cache.helpers[Expand
 bool is_foldable_st_expand(Oid fn) { return is_st_expand(fn) && cache.expand_folds; }
 
 bool is_box2d_of_geometry(Oid fn) { return helpers_ready() && fn == cache.box2d_of_geometry; }
+
+bool is_make_point(Oid fn, int nargs) {
+    return nargs >= 2 && nargs <= 4 && helpers_ready() && fn == cache.make_point[nargs - 2];
+}
+
+bool is_set_srid(Oid fn) { return helpers_ready() && fn == cache.set_srid; }
 
 bool geography_as_geometry(Datum geography, Datum* out) {
     if (!helpers_ready()) return false;

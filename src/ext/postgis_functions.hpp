@@ -68,6 +68,10 @@ bool is_st_expand(Oid fn);
 bool is_foldable_st_expand(Oid fn);
 // Whether fn is box2d(geometry): its box is the geometry's box (LWGEOM_to_BOX2D).
 bool is_box2d_of_geometry(Oid fn);
+// ST_MakePoint of nargs float8 (2 to 4), ST_SetSRID(geometry, int4): a search's point, read
+// without PostGIS when its arguments are known (known_box).
+bool is_make_point(Oid fn, int nargs);
+bool is_set_srid(Oid fn);
 
 // geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
 bool geography_as_geometry(Datum geography, Datum* out);
