@@ -100,18 +100,7 @@ bool eval_node(Node* e, ParamListInfo params, Datum* out, bool* isnull, int dept
             *isnull = c->constisnull;
             return true;
         }
-        case T_Param: {
-            // A plain parameter array only; a paramFetch hook (PL/pgSQL) is
-            // the executor's business.
-            auto* p = reinterpret_cast<Param*>(e);
-            if (p->paramkind != PARAM_EXTERN || params == nullptr || params->paramFetch != nullptr) return false;
-            if (p->paramid < 1 || p->paramid > params->numParams) return false;
-            const ParamExternData* prm = &params->params[p->paramid - 1];
-            if (prm->ptype != p->paramtype) return false;
-            *out = prm->value;
-            *isnull = prm->isnull;
-            return true;
-        }
+        case T_Param: return extern_param(reinterpret_cast<Param*>(e), params, out, isnull);
         case T_RelabelType:
             return eval_node(reinterpret_cast<Node*>(reinterpret_cast<RelabelType*>(e)->arg), params, out, isnull,
                              depth + 1);

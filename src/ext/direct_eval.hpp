@@ -22,4 +22,16 @@ namespace ot::ext {
 // called functions propagate as they would at execution.
 bool direct_eval(Node* e, ParamListInfo params, Datum* out, bool* isnull);
 
+// A $n parameter's value, read from a plain parameter array (false: a paramFetch hook's, as
+// PL/pgSQL's, or another kind of parameter: the executor's business).
+inline bool extern_param(const Param* p, ParamListInfo params, Datum* out, bool* isnull) {
+    if (p->paramkind != PARAM_EXTERN || params == nullptr || params->paramFetch != nullptr) return false;
+    if (p->paramid < 1 || p->paramid > params->numParams) return false;
+    const ParamExternData* prm = &params->params[p->paramid - 1];
+    if (prm->ptype != p->paramtype) return false;
+    *out = prm->value;
+    *isnull = prm->isnull;
+    return true;
+}
+
 }  // namespace ot::ext

@@ -213,6 +213,10 @@ bool eval(Walk* w, Node* e, Datum* out) {
         *out = c->constvalue;
         return !c->constisnull;
     }
+    // A generic plan's usual argument, read where it lies: no evaluation context is made for it
+    // (a search's point and radius read from three parameters made one, checked, for nothing).
+    bool isnull = false;
+    if (IsA(e, Param) && extern_param(reinterpret_cast<Param*>(e), w->params, out, &isnull)) return !isnull;
     // The call walk and the scan walk read the same argument: evaluated once.
     for (int i = 0, n = std::min(w->neval, kWalkMemo); i < n; i++)
         if (w->evals[i].expr == e) {
