@@ -84,7 +84,9 @@ bool expand_box(Walk* w, FuncExpr* f, GisBox* out) {
     GisBox b;
     if (!eval_float8(w, static_cast<Node*>(lsecond(f->args)), &d) || !std::isfinite(d) || !(d >= 0)) return false;
     Node* inner = static_cast<Node*>(linitial(f->args));
-    if (!known_box(w, inner, &b) && (!eval(w, inner, &g) || !box_of(w, g, &b))) return false;
+    // (a custom plan's point is a constant: asked only of a call)
+    if (!(IsA(inner, FuncExpr) && known_box(w, inner, &b)) && (!eval(w, inner, &g) || !box_of(w, g, &b)))
+        return false;
     // An empty g (no box) is returned as it is; a NaN would order differently in PostGIS's min and max.
     if (std::isnan(b.xmin) || std::isnan(b.ymin) || std::isnan(b.xmax) || std::isnan(b.ymax)) return false;
     *out = {b.xmin - d, b.ymin - d, b.xmax + d, b.ymax + d, b.srid};
@@ -171,8 +173,7 @@ bool known_box(Walk* w, Node* e, GisBox* out) {
     const int nargs = list_length(f->args);
     const bool expand = nargs == 2 && is_foldable_st_expand(f->funcid);
     const bool tile = !expand && nargs >= 4 && gis_role(f->funcid) == GisRole::TileEnvelope;
-    if (!expand && !tile && !(nargs == 2 && is_set_srid(f->funcid)) && !is_make_point(f->funcid, nargs))
-        return false;
+    if (!expand && !tile && !is_point_call(f->funcid, nargs)) return false;
     for (int i = 0, n = std::min(w->nexpanded, kKnownBoxes); i < n; i++)
         if (w->expanded[i].expr == e) {
             *out = w->expanded[i].box;

@@ -352,6 +352,11 @@ bool is_make_point(Oid fn, int nargs) {
 
 bool is_set_srid(Oid fn) { return helpers_ready() && fn == cache.set_srid; }
 
+bool is_point_call(Oid fn, int nargs) {
+    if (nargs < 2 || nargs > 4 || !helpers_ready()) return false;
+    return fn == cache.make_point[nargs - 2] || (nargs == 2 && fn == cache.set_srid);
+}
+
 bool geography_as_geometry(Datum geography, Datum* out) {
     if (!helpers_ready()) return false;
     bool isnull = false;

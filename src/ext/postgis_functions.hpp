@@ -72,6 +72,7 @@ bool is_box2d_of_geometry(Oid fn);
 // without PostGIS when its arguments are known (known_box).
 bool is_make_point(Oid fn, int nargs);
 bool is_set_srid(Oid fn);
+bool is_point_call(Oid fn, int nargs);  // either of the two
 
 // geometry(geography): the same shape in lon/lat, or false when PostGIS cannot.
 bool geography_as_geometry(Datum geography, Datum* out);

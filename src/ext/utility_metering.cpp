@@ -157,7 +157,9 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
     const Mode mode = current_mode();
     // Nothing to estimate: admitted unless the bucket is in debt.
     const double tokens_left = admit_further_pass(id, b, mode);
-    publish_payer();  // (its parallel workers, should its error stop them, charge it from there)
+    // (parallel maintenance workers, should this statement's error stop them, charge it from there)
+    const Node* stmt = pstmt->utilityStmt;
+    if (IsA(stmt, IndexStmt) || IsA(stmt, ReindexStmt) || IsA(stmt, VacuumStmt)) publish_payer();
     Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
     meter_pass(e, call_utility, &c);
     close_execution(e, true);
