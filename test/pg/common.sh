@@ -33,9 +33,14 @@ cluster_up() {
 q() { pg_psql "$DIR" "$PORT" -d postgres -At -c "$1"; }
 
 # A file the postgres user can read, whatever the clone's permissions.
+# A client script (*.py) takes the libpq bindings it imports along.
 pg_readable_copy() {
   local dst="$DIR/$(basename "$1")"
-  cp "$1" "$dst" && chmod 644 "$dst" && echo "$dst"
+  cp "$1" "$dst" && chmod 644 "$dst" || return 1
+  case "$1" in
+    *.py) cp "$(dirname "$1")/libpq_ctypes.py" "$DIR/" && chmod 644 "$DIR/libpq_ctypes.py" || return 1 ;;
+  esac
+  echo "$dst"
 }
 
 # awk-based comparisons of decimal numbers: fcmp A OP B

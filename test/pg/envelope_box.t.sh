@@ -7,6 +7,7 @@
 # What PostGIS refuses (a margin under -0.5, a tile outside its zoom) still fails with PostGIS's own error.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/estimate_twins.sh"
 
 cluster_up 55499 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
@@ -56,20 +57,7 @@ PY
   done <"$DIR/cases"
 } >"$DIR/run.sql"
 pg_psql "$DIR" "$PORT" -d postgres -At -f "$DIR/run.sql" >"$DIR/run.out" 2>"$DIR/run.err"
-# pairs: the estimate of each read spelling against its built twin
-pairs() {  # pairs R B
-  paste <(awk -v p="$1" '$1 == "E" && $2 == p { print $3, $4 }' "$DIR/run.out") \
-        <(awk -v p="$2" '$1 == "E" && $2 == p { print $3, $4 }' "$DIR/run.out")
-}
-for pr in "fr fb" "cr cb" "tr tb"; do
-  set -- $pr
-  n=$(pairs "$1" "$2" | wc -l)
-  bad=$(pairs "$1" "$2" | awk '$1 != $3 || $2 != $4')
-  distinct=$(pairs "$1" "$2" | awk '{ print $2 }' | sort -u | wc -l)
-  echo "# $1/$2: $n pairs, $distinct distinct estimates${bad:+; differ: $(head -3 <<<"$bad" | tr '\n' ';')}"
-  check "$1 = $2: 40 statements priced, every estimate equal to its built twin's" \
-    test "$n" -eq 40 -a -z "$bad" -a "$distinct" -gt 5
-done
+for pr in "fr fb" "cr cb" "tr tb"; do check_twins $pr 40; done
 check_eq "no error for the valid tiles" "" "$(cat "$DIR/run.err")"
 
 # What PostGIS refuses fails as PostGIS fails it, read or built.

@@ -7,35 +7,26 @@ queue's worker).
 
 Prints its backend's PID as soon as it listens, then "got N" once WANT
 notifications have arrived or SECONDS have passed, and keeps its session
-HOLD seconds more; exit status 2 when the connection fails. Uses libpq5 through ctypes: no driver needed.
+HOLD seconds more; exit status 2 when the connection fails. Uses libpq5
+through ctypes (libpq_ctypes.py): no driver needed.
 """
 import ctypes
-import ctypes.util
 import select
 import sys
 import time
 
+import libpq_ctypes
+
 
 def main():
-    conninfo, channel, want, secs, hold = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-    pq = ctypes.CDLL(ctypes.util.find_library("pq"))
-    pq.PQconnectdb.restype = ctypes.c_void_p
-    pq.PQconnectdb.argtypes = [ctypes.c_char_p]
-    pq.PQstatus.argtypes = [ctypes.c_void_p]
-    pq.PQexec.restype = ctypes.c_void_p
-    pq.PQexec.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    pq.PQclear.argtypes = [ctypes.c_void_p]
+    conninfo, channel = sys.argv[1], sys.argv[2]
+    want, secs, hold = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+    pq, conn = libpq_ctypes.connect(conninfo)
     pq.PQsocket.argtypes = [ctypes.c_void_p]
     pq.PQconsumeInput.argtypes = [ctypes.c_void_p]
     pq.PQnotifies.restype = ctypes.c_void_p
     pq.PQnotifies.argtypes = [ctypes.c_void_p]
     pq.PQfreemem.argtypes = [ctypes.c_void_p]
-    pq.PQbackendPID.argtypes = [ctypes.c_void_p]
-    pq.PQfinish.argtypes = [ctypes.c_void_p]
-    conn = pq.PQconnectdb(conninfo.encode())
-    if pq.PQstatus(conn) != 0:
-        print("error connecting", flush=True)
-        sys.exit(2)
     pq.PQclear(pq.PQexec(conn, b'LISTEN "' + channel.encode() + b'"'))
     print(pq.PQbackendPID(conn), flush=True)
     n = 0

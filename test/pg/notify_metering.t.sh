@@ -51,11 +51,12 @@ check "a Sync's commit that writes the notification queue is charged (extended/s
   fcmp "$(ratio "$e" "$s")" ">=" 0.85
 
 # 2. Ten sessions of a victim role listen; another role floods their channel.
+LISTENER=$(pg_readable_copy "$(dirname "$0")/notify_listener.py")
 L=10; N=3000
 listen() {  # listen ROLE N: L listeners of ROLE, their backends' PIDs in $DIR/pids
   rm -f "$DIR"/l*.out
   for i in $(seq 1 $L); do
-    as_pg python3 "$(dirname "$0")/notify_listener.py" "host=$DIR port=$PORT user=$1 dbname=postgres" jobs "$2" 60 3 \
+    as_pg python3 "$LISTENER" "host=$DIR port=$PORT user=$1 dbname=postgres" jobs "$2" 60 3 \
       > "$DIR/l$i.out" 2>/dev/null &
   done
   for i in $(seq 1 100); do [ "$(cat "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ] && break; sleep 0.1; done

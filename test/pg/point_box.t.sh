@@ -7,6 +7,7 @@
 # coordinates that are not finite.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/estimate_twins.sh"
 
 cluster_up 55508 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
@@ -62,19 +63,7 @@ pt_b='ST_SetSRID(ST_Point($1, $2), 3857)'
   done < <(head -20 "$DIR/cases")
 } >"$DIR/run.sql"
 pg_psql "$DIR" "$PORT" -d postgres -At -f "$DIR/run.sql" >"$DIR/run.out" 2>"$DIR/run.err"
-pairs() {  # pairs R B
-  paste <(awk -v p="$1" '$1 == "E" && $2 == p { print $3, $4 }' "$DIR/run.out") \
-        <(awk -v p="$2" '$1 == "E" && $2 == p { print $3, $4 }' "$DIR/run.out")
-}
-for pr in "dr db 43" "er eb 43" "zr zb 43" "sr sb 40"; do
-  set -- $pr
-  n=$(pairs "$1" "$2" | wc -l)
-  bad=$(pairs "$1" "$2" | awk '$1 != $3 || $2 != $4')
-  distinct=$(pairs "$1" "$2" | awk '{ print $2 }' | sort -u | wc -l)
-  echo "# $1/$2: $n pairs, $distinct distinct estimates${bad:+; differ: $(head -3 <<<"$bad" | tr '\n' ';')}"
-  check "$1 = $2: $3 statements priced, every estimate equal to its built twin's" \
-    test "$n" -eq "$3" -a -z "$bad" -a "$distinct" -gt 5
-done
+for pr in "dr db 43" "er eb 43" "zr zb 43" "sr sb 40"; do check_twins $pr; done
 echo "# messages: $(sed "s/^psql:[^ ]* //" "$DIR/run.err" | sort | uniq -c | tr -s " " | tr "\n" ";")"
 check "an SRID PostGIS clamps is left to PostGIS (its NOTICE, once for each spelling)" \
   test "$(grep -c 'SRID value -7 converted to the officially unknown SRID value 0' "$DIR/run.err")" -ge 40

@@ -17,13 +17,14 @@ the simple protocol psql uses, timed without psql's own work on the answer.
 Prints "ok <ms>" or "error <SQLSTATE> <ms> <message>"; exit status 0 either way
 (2 when the connection fails). With --backend-cpu, a second line "backend_cpu
 <ms>" says how long the backend ran on a CPU meanwhile (its schedstat): what
-a failed message did, which logs no duration. Uses libpq5 through ctypes: no
-driver needed.
+a failed message did, which logs no duration. Uses libpq5 through ctypes
+(libpq_ctypes.py): no driver needed.
 """
 import ctypes
-import ctypes.util
 import sys
 import time
+
+import libpq_ctypes
 
 
 def on_cpu_ns(schedstat):
@@ -58,16 +59,9 @@ def main():
     conninfo, query_file = args[0], args[1]
     param = open(args[2], "rb").read() if len(args) > 2 else None
 
-    lib = ctypes.CDLL(ctypes.util.find_library("pq") or "libpq.so.5")
-    lib.PQconnectdb.restype = ctypes.c_void_p
-    lib.PQconnectdb.argtypes = [ctypes.c_char_p]
-    lib.PQstatus.argtypes = [ctypes.c_void_p]
-    lib.PQerrorMessage.restype = ctypes.c_char_p
-    lib.PQerrorMessage.argtypes = [ctypes.c_void_p]
+    lib, conn = libpq_ctypes.connect(conninfo)
     params_t = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-    lib.PQexec.restype = ctypes.c_void_p
-    lib.PQexec.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     lib.PQexecParams.restype = ctypes.c_void_p
     lib.PQexecParams.argtypes = params_t
     lib.PQprepare.restype = ctypes.c_void_p
@@ -80,16 +74,6 @@ def main():
         getattr(lib, name).argtypes = [ctypes.c_void_p]
     lib.PQgetResult.restype = ctypes.c_void_p
     lib.PQgetResult.argtypes = [ctypes.c_void_p]
-    lib.PQresultStatus.argtypes = [ctypes.c_void_p]
-    lib.PQresultErrorField.restype = ctypes.c_char_p
-    lib.PQresultErrorField.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.PQclear.argtypes = [ctypes.c_void_p]
-    lib.PQfinish.argtypes = [ctypes.c_void_p]
-
-    conn = lib.PQconnectdb(conninfo.encode())
-    if lib.PQstatus(conn) != 0:  # CONNECTION_OK
-        print("connect failed:", lib.PQerrorMessage(conn).decode(errors="replace"), file=sys.stderr)
-        return 2
     # Terse errors: a default-verbosity error makes libpq place the error's
     # position in the query text, tens of ms of the client's own for 4 MB.
     lib.PQsetErrorVerbosity.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -97,7 +81,6 @@ def main():
     query = open(query_file, "rb").read()
     values = (ctypes.c_char_p * 1)(param) if param is not None else None
     n = 1 if param is not None else 0
-    lib.PQbackendPID.argtypes = [ctypes.c_void_p]
     schedstat = "/proc/%d/schedstat" % lib.PQbackendPID(conn) if backend_cpu else None
     cpu_start = on_cpu_ns(schedstat) if backend_cpu else 0
     start = time.monotonic()

@@ -8,13 +8,15 @@ Each ARG is int:N (int4), float8:X, text:S or textfile:PATH (the file's bytes
 as a text argument); the result is read as an int4. Prints "ok <result>" or
 "error <SQLSTATE> <message>", followed with --time by the call's own time in
 ms (the connection not included); exit status 0 either way (2 when the
-connection fails). Uses libpq5 through ctypes: no driver needed.
+connection fails). Uses libpq5 through ctypes (libpq_ctypes.py): no driver
+needed.
 """
 import ctypes
-import ctypes.util
 import struct
 import sys
 import time
+
+import libpq_ctypes
 
 
 class _U(ctypes.Union):
@@ -29,25 +31,10 @@ def main():
     timed = len(sys.argv) > 1 and sys.argv[1] == "--time"
     if timed:
         del sys.argv[1]
-    lib = ctypes.CDLL(ctypes.util.find_library("pq") or "libpq.so.5")
-    lib.PQconnectdb.restype = ctypes.c_void_p
-    lib.PQconnectdb.argtypes = [ctypes.c_char_p]
-    lib.PQstatus.argtypes = [ctypes.c_void_p]
-    lib.PQerrorMessage.restype = ctypes.c_char_p
-    lib.PQerrorMessage.argtypes = [ctypes.c_void_p]
+    lib, conn = libpq_ctypes.connect(sys.argv[1])
     lib.PQfn.restype = ctypes.c_void_p
     lib.PQfn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
                          ctypes.c_int, ctypes.POINTER(PQArgBlock), ctypes.c_int]
-    lib.PQresultStatus.argtypes = [ctypes.c_void_p]
-    lib.PQresultErrorField.restype = ctypes.c_char_p
-    lib.PQresultErrorField.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.PQclear.argtypes = [ctypes.c_void_p]
-    lib.PQfinish.argtypes = [ctypes.c_void_p]
-
-    conn = lib.PQconnectdb(sys.argv[1].encode())
-    if lib.PQstatus(conn) != 0:  # CONNECTION_OK
-        print("connect failed:", lib.PQerrorMessage(conn).decode(errors="replace"), file=sys.stderr)
-        return 2
     args = (PQArgBlock * max(1, len(sys.argv) - 3))()
     keep = []
     for i, spec in enumerate(sys.argv[3:]):
