@@ -33,6 +33,20 @@ cluster_up() {
 q() { pg_psql "$DIR" "$PORT" -d postgres -At -c "$1"; }
 
 # A file the postgres user can read, whatever the clone's permissions.
+# metered_roles ROLE...: login roles metered in reject mode, each with a bucket that never runs dry (capacity 1e6,
+# refilled at 0.01 ms a second: what a role is charged stays out of its tokens) and no connection charge; postgres
+# itself is not metered. A role's own ALTER ROLE … SET afterwards overrides these.
+metered_roles() {
+  local r sql=""
+  for r in "$@"; do sql="$sql CREATE ROLE $r LOGIN;"; done
+  q "$sql
+     ALTER ROLE ALL SET ogc_throttle.capacity = 1000000;
+     ALTER ROLE ALL SET ogc_throttle.mode = 'reject';
+     ALTER ROLE ALL SET ogc_throttle.rate = 0.01;
+     ALTER ROLE ALL SET ogc_throttle.charge_connection = off;
+     ALTER ROLE postgres SET ogc_throttle.mode = 'off';" >/dev/null
+}
+
 # A client script (*.py) takes the libpq bindings it imports along.
 pg_readable_copy() {
   local dst="$DIR/$(basename "$1")"

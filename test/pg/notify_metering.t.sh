@@ -9,15 +9,9 @@ set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
-q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
-   CREATE ROLE flooder LOGIN; CREATE ROLE victim LOGIN; CREATE ROLE small LOGIN;
-   CREATE ROLE viasimple LOGIN; CREATE ROLE viaextended LOGIN;
-   ALTER ROLE ALL SET ogc_throttle.capacity = 1000000;
-   ALTER ROLE small SET ogc_throttle.capacity = 150;
-   ALTER ROLE ALL SET ogc_throttle.mode = 'reject';
-   ALTER ROLE ALL SET ogc_throttle.rate = 0.01;
-   ALTER ROLE ALL SET ogc_throttle.charge_connection = off;
-   ALTER ROLE postgres SET ogc_throttle.mode = 'off';" >/dev/null || { not_ok "setup"; tap_exit; }
+q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
+  metered_roles flooder victim small viasimple viaextended &&
+  q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
 diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a - b }'; }
