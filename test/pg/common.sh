@@ -32,7 +32,6 @@ cluster_up() {
 # q SQL: one value (or rows, |-separated) from the cluster as superuser.
 q() { pg_psql "$DIR" "$PORT" -d postgres -At -c "$1"; }
 
-# A file the postgres user can read, whatever the clone's permissions.
 # metered_roles ROLE...: login roles metered in reject mode, each with a bucket that never runs dry (capacity 1e6,
 # refilled at 0.01 ms a second: what a role is charged stays out of its tokens) and no connection charge; postgres
 # itself is not metered. A role's own ALTER ROLE … SET afterwards overrides these.
@@ -47,7 +46,8 @@ metered_roles() {
      ALTER ROLE postgres SET ogc_throttle.mode = 'off';" >/dev/null
 }
 
-# A client script (*.py) takes the libpq bindings it imports along.
+# A file the postgres user can read, whatever the clone's permissions; a client script (*.py) takes the libpq
+# bindings it imports along.
 pg_readable_copy() {
   local dst="$DIR/$(basename "$1")"
   cp "$1" "$dst" && chmod 644 "$dst" || return 1

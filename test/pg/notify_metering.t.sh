@@ -56,7 +56,14 @@ listen() {  # listen ROLE N: L listeners of ROLE, their backends' PIDs in $DIR/p
   for i in $(seq 1 100); do [ "$(cat "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ] && break; sleep 0.1; done
   for i in $(seq 1 $L); do head -1 "$DIR/l$i.out"; done > "$DIR/pids"
 }
-oncpu_ms() { local s=0 p; for p in $(cat "$DIR/pids"); do s=$(( s + $(awk '{ print $1 }' "/proc/$p/schedstat") )); done; echo $(( s / 1000000 )); }
+oncpu_ms() {  # the listeners' backends' time on a CPU so far
+  local s=0 p
+  for p in $(cat "$DIR/pids"); do
+    [[ $p =~ ^[0-9]+$ ]] && [ -r "/proc/$p/schedstat" ] || continue
+    s=$(( s + $(awk '{ print $1 }' "/proc/$p/schedstat") ))
+  done
+  echo $(( s / 1000000 ))
+}
 delivered() { [ "$(grep -l "^got $1\$" "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ]; }
 
 listen victim $N
