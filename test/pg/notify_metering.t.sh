@@ -34,15 +34,19 @@ via() {  # via ROLE MODE: ms charged for one run of the statement
   sleep 0.3
   diff_ms "$t0" "$(tokens "$1")"
 }
-s=0; e=0
-for order in se es se; do  # three runs each, alternating which goes first
+# Five pairs, alternating which goes first; the median of their ratios (the queue's old segments are removed by
+# whichever commit passes the cleanup point, a run of either protocol).
+ratios=""
+for order in se es se es se; do
   for m in $(grep -o . <<<"$order"); do
-    if [ "$m" = s ]; then s=$(( s + $(via viasimple simple) )); else e=$(( e + $(via viaextended extended) )); fi
+    if [ "$m" = s ]; then s=$(via viasimple simple); else e=$(via viaextended extended); fi
   done
+  echo "# 6 000 notifications queued: charged $s ms through the simple protocol, $e ms through the extended one"
+  ratios="$ratios $(ratio "$e" "$s")"
 done
-echo "# 3 x 6 000 notifications queued: charged $s ms through the simple protocol, $e ms through the extended one"
-check "a Sync's commit that writes the notification queue is charged (extended/simple $(ratio "$e" "$s") >= 0.8)" \
-  fcmp "$(ratio "$e" "$s")" ">=" 0.8
+med=$(tr ' ' '\n' <<<"$ratios" | grep . | sort -n | sed -n 3p)
+check "a Sync's commit that writes the notification queue is charged (extended/simple, median of$ratios: $med >= 0.8)" \
+  fcmp "$med" ">=" 0.8
 
 # 2. Ten sessions of a victim role listen; another role floods their channel.
 LISTENER=$(pg_readable_copy "$(dirname "$0")/notify_listener.py")
