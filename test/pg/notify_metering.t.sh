@@ -10,7 +10,7 @@ set -uo pipefail
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles flooder victim small viasimple viaextended &&
+  metered_roles flooder doflooder victim small viasimple viaextended &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
@@ -21,7 +21,10 @@ reaped_ms() { awk '{ print ($16 + $17) * 1000 / '"$(getconf CLK_TCK)"' }' "/proc
 flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9 kB
   echo "SELECT count(pg_notify('${2:-jobs}', repeat('x', 7890) || g)) FROM generate_series(1, $1) g;"
 }
-for r in flooder victim small viasimple viaextended; do
+flood_do() {  # flood_do N: the same notifications as NOTIFY statements, run one by one from a DO block
+  echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY jobs, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
+}
+for r in flooder doflooder victim small viasimple viaextended; do
   as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
 done
 
@@ -70,21 +73,27 @@ oncpu_ms() {  # the listeners' backends' time on a CPU so far
 }
 delivered() { [ "$(grep -l "^got $1\$" "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ]; }
 
-listen victim $N
-v0=$(tokens victim); f0=$(tokens flooder); c0=$(oncpu_ms); r0=$(reaped_ms)
-flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U flooder -d postgres >/dev/null 2>"$DIR/p.err"
-for i in $(seq 1 300); do delivered $N && break; sleep 0.1; done
-sleep 0.3
-c1=$(oncpu_ms); r1=$(reaped_ms)
-f=$(diff_ms "$f0" "$(tokens flooder)"); v=$(diff_ms "$v0" "$(tokens victim)")  # (the listeners still there)
-wait
-used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
-echo "# $L listeners got $(grep -h got "$DIR"/l*.out | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-echo "# the flooder was charged $f ms; its session and the listeners used $used ms of CPU ($((c1 - c0)) ms delivering)"
-check "every listener got every notification" delivered $N
-check "the flooder pays for the delivery (charged / CPU used $(ratio "$f" "$used") >= 0.8)" fcmp "$(ratio "$f" "$used")" ">=" 0.8
-# (what the victim is charged here is its own LISTEN statements' true-up, settled as the delivery begins)
-check "the listening victim does not pay for it (charged $v ms, under 20, of $((c1 - c0)) ms delivering)" fcmp "$v" "<" 20
+flood_listened() {  # flood_listened ROLE SPELLING: ROLE floods the victim's ten listeners with $N notifications
+  listen victim $N
+  local v0 f0 c0 r0 c1 r1 f v used
+  v0=$(tokens victim); f0=$(tokens "$1"); c0=$(oncpu_ms); r0=$(reaped_ms)
+  "$2" $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U "$1" -d postgres >/dev/null 2>"$DIR/p.err"
+  for i in $(seq 1 300); do delivered $N && break; sleep 0.1; done
+  sleep 0.3
+  c1=$(oncpu_ms); r1=$(reaped_ms)
+  f=$(diff_ms "$f0" "$(tokens "$1")"); v=$(diff_ms "$v0" "$(tokens victim)")  # (the listeners still there)
+  wait
+  used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
+  echo "# $L listeners got $(grep -h got "$DIR"/l*.out | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+  echo "# $1 was charged $f ms; its session and the listeners used $used ms of CPU ($((c1 - c0)) ms delivering)"
+  check "every listener got every notification ($2)" delivered $N
+  check "$1 pays for the delivery ($2: charged / CPU used $(ratio "$f" "$used") >= 0.8)" fcmp "$(ratio "$f" "$used")" ">=" 0.8
+  # (what the victim is charged here is its own LISTEN statements' true-up, settled as the delivery begins)
+  check "the listening victim does not pay for it ($2: charged $v ms, under 20, of $((c1 - c0)) ms delivering)" fcmp "$v" "<" 20
+}
+flood_listened flooder flood
+# 2b. The same flood as NOTIFY statements in a loop: each is a statement of its own inside the DO block.
+flood_listened doflooder flood_do
 
 # 3. A flooder with a small bucket: what the delivery costs is debt, and the next statement is refused.
 listen victim 1500
