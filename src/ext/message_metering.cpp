@@ -163,7 +163,7 @@ inline void restart(TimestampTz now, Mark at, bool fastpath, TimestampTz start, 
     mark = now;
     where = at;
     fastpath_answered = fastpath;
-    cpu_marked = at == Mark::Answered && !fastpath && commit_pending_at_sync();
+    cpu_marked = at == Mark::Answered && !fastpath && (commit_pending_at_sync() || listening_session);
     if (cpu_marked) cpu_at_mark = cpu_ms();
     metered_at_mark = now_metered;
     waited_at_mark = waited_total;
@@ -314,6 +314,11 @@ inline void answered(char type) {
 // for it: it is taken out of the spans here as a wait is, and out of a Sync's CPU window.
 bool delivering = false;
 double delivery_cpu = 0;
+double delivered_total = 0;  // delivery CPU charged to senders, all told
+// A listening session's time while idle (after its ReadyForQuery), up to here: its CPU time and
+// delivered_total then.
+double idle_cpu = 0;
+double delivered_at_idle = 0;
 
 void delivery_over(void*) {
     delivering = false;
@@ -342,14 +347,23 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
     const double ms = now - delivery_cpu;
     delivery_cpu = now;
     waited_total += ms;
+    delivered_total += ms;
     if (cpu_marked) cpu_at_mark += ms;
     delivery_charge(sender_pid(s, len), ms);
+    return r;
+}
+
+__attribute__((noinline)) int ready_and_put(const char* s, size_t len) {
+    const int r = socket_methods->putmessage('Z', s, len);
+    idle_cpu = cpu_ms();
+    delivered_at_idle = delivered_total;
     return r;
 }
 
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     if (unlikely(type == 'A')) return deliver_and_put(s, len);
     answered(type);
+    if (unlikely(listening_session) && type == 'Z' && metered_backend()) return ready_and_put(s, len);
     return socket_methods->putmessage(type, s, len);
 }
 
@@ -360,6 +374,22 @@ OT_HOT int watched_putmessage(char type, const char* s, size_t len) {
 }
 
 }  // namespace
+
+bool listening_session = false;
+
+void note_listening() { listening_session = true; }
+
+// A transaction of a listening session ended: one it ran while idle (reading notifications, or
+// catching up with the cache invalidations) pays for its CPU time less what it delivered. (After a
+// ReadyForQuery the mark is closed and no message has stamped a new start yet.)
+void idle_transaction_ended() {
+    if (where != Mark::Closed || GetCurrentStatementStartTimestamp() != message || !metered_backend()) return;
+    const double now = cpu_ms();
+    const double own = now - idle_cpu - (delivered_total - delivered_at_idle);
+    idle_cpu = now;
+    delivered_at_idle = delivered_total;
+    add_pending(own, false);
+}
 
 bool answers_watched() { return whereToSendOutput == DestRemote && metered_backend(); }
 

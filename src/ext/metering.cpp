@@ -517,6 +517,7 @@ OT_HOT void on_xact(XactEvent event, void*) {
         // (an xid: a write, or notifications queued, whose listeners find the payer published)
         if (likely(!commit_flush_on) && open_high == 0 && GetTopTransactionIdIfAny() == InvalidTransactionId) {
             late_xid_watch = false;
+            if (unlikely(listening_session)) idle_transaction_ended();
             return;
         }
     }
@@ -551,12 +552,14 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
             if (late_xid_watch) late_xid_end();
             if (GetTopTransactionIdIfAny() != InvalidTransactionId) publish_payer();
             commit_flush_end();
+            if (unlikely(listening_session)) idle_transaction_ended();
             break;
         case XACT_EVENT_PREPARE: commit_flush_end(); break;
         case XACT_EVENT_ABORT:
             late_xid_watch = false;
             if (unlikely(commit_phase_on)) commit_phase_over();
             commit_flush_end();
+            if (unlikely(listening_session)) idle_transaction_ended();
             break;
         default: break;
     }

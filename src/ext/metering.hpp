@@ -73,6 +73,13 @@ bool leader_payer(Payer& out);
 // transaction ends.
 void delivery_charge(int32 sender, double ms);
 void delivery_flush();
+// A session that ran LISTEN reads every entry its database queues; what it does not deliver (entries
+// on other channels) names no sender, so it pays for that reading itself (message_metering.cpp):
+// from its last answer to its ReadyForQuery, and from there to the end of each transaction it runs
+// while idle.
+extern OT_LOCAL bool listening_session;
+void note_listening();
+void idle_transaction_ended();
 
 
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a

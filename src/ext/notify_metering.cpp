@@ -10,8 +10,9 @@
 // What a listener is charged for: the backend CPU time from one NotificationResponse it sends to
 // the next (reading the queue's entries up to the next delivered one, building and sending it),
 // the first from just before it is sent (message_metering.cpp times them). The reading of entries
-// after the last delivery of a transaction is not counted. CPU, not wall time: a listener's
-// client that reads slowly blocks the send, which is not the sender's work.
+// it does not deliver (on channels it does not listen to) names no sender: the listener pays for
+// that (message_metering.cpp's idle_transaction_ended). CPU, not wall time: a listener's client
+// that reads slowly blocks the send, which is not the sender's work.
 #include "ext/metering.hpp"
 #include "ext/settlement.hpp"
 

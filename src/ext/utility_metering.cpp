@@ -107,8 +107,9 @@ bool finishes_prepared(const Node* n) {
     return k == TRANS_STMT_COMMIT_PREPARED || k == TRANS_STMT_ROLLBACK_PREPARED;
 }
 
-// The kinds of statement this hook may do something for: does_work()'s, and
-// TransactionStmt (COMMIT/ROLLBACK PREPARED). Every other kind (SET, BEGIN,
+// The kinds of statement this hook may do something for: does_work()'s,
+// TransactionStmt (COMMIT/ROLLBACK PREPARED) and LISTEN (the session then pays
+// for its reading of the notification queue). Every other kind (SET, BEGIN,
 // ...) goes straight on by a tail call, with no frame of ours.
 inline bool may_meter(NodeTag tag) {
     switch (tag) {
@@ -126,6 +127,7 @@ inline bool may_meter(NodeTag tag) {
         case T_FetchStmt:
         case T_ExecuteStmt:
         case T_ConstraintsSetStmt:
+        case T_ListenStmt:
         case T_TransactionStmt: return true;
         default: return false;
     }
@@ -148,6 +150,7 @@ OT_HOT void on_utility(PlannedStmt* pstmt, const char* query, bool read_only_tre
 __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* query, bool read_only_tree,
                                                ProcessUtilityContext context, ParamListInfo params,
                                                QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
+    if (IsA(pstmt->utilityStmt, ListenStmt)) note_listening();
     const bool finishes = finishes_prepared(pstmt->utilityStmt);
     if (!finishes && !metered_here(pstmt)) return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
