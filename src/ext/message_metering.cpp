@@ -310,8 +310,9 @@ inline void answered(char type) {
 // A NotificationResponse ('A', not an answer: it ends no message's work) is delivered inside the
 // listener's own transaction (ProcessIncomingNotify's), between statements; its sender pays for
 // it (notify_metering.cpp). The CPU time from just before the first one of a transaction, then
-// from each one to the next, is charged to the sender of the later one. The listener never pays
-// for it: it is taken out of the spans here as a wait is, and out of a Sync's CPU window.
+// from each one to the next, is charged to the sender of the later one. The listener does not pay
+// for it: it is taken out of the spans here as a wait is, and out of the CPU windows (a Sync's, a
+// listening session's). Where no sender is found, the time stays in them, the listener's own.
 bool delivering = false;
 double delivery_cpu = 0;
 double delivered_total = 0;  // delivery CPU charged to senders, all told
@@ -346,10 +347,10 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
     const double now = cpu_ms();
     const double ms = now - delivery_cpu;
     delivery_cpu = now;
+    if (!delivery_charge(sender_pid(s, len), ms)) return r;  // no sender found: the listener's own time
     waited_total += ms;
     delivered_total += ms;
     if (cpu_marked) cpu_at_mark += ms;
-    delivery_charge(sender_pid(s, len), ms);
     return r;
 }
 

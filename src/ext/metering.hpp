@@ -70,8 +70,8 @@ bool leader_payer(Payer& out);
 
 // Notifications (notify_metering.cpp): a listener's delivery time gathered per sender (its PID)
 // and charged to the sender's identity when the sender changes and when the delivering
-// transaction ends.
-void delivery_charge(int32 sender, double ms);
+// transaction ends. false: no such sender is found, and the time is the listener's own.
+bool delivery_charge(int32 sender, double ms);
 void delivery_flush();
 // A session that ran LISTEN reads every entry its database queues; what it does not deliver (entries
 // on other channels) names no sender, so it pays for that reading itself (message_metering.cpp):

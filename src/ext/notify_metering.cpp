@@ -5,7 +5,8 @@
 // with the listeners. NOTIFY needs no privilege, so the listener does not pay: a flood on a
 // channel someone listens to would be charged to the victim. The sender does: its PID is in
 // each NotificationResponse, and the identity that pays for what it queues is in its payer slot
-// (payer_slots.cpp).
+// (payer_slots.cpp). A sender whose slot is gone (it exited, and another backend took its PGPROC
+// and published) is not found: the listener pays for that delivery, as for its other reading.
 //
 // What a listener is charged for: the backend CPU time from one NotificationResponse it sends to
 // the next (reading the queue's entries up to the next delivered one, building and sending it),
@@ -20,28 +21,41 @@ namespace ot::ext {
 namespace {
 
 // Delivery time gathered for one sender, charged when the sender changes or the delivering
-// transaction ends.
+// transaction ends. The sender's payer is looked up as its first notification goes out.
 int32 gathered_pid = 0;
+bool gathered_found = false;
+Payer gathered_payer{};
 double gathered_ms = 0;
 
 }  // namespace
 
-void delivery_charge(int32 sender, double ms) {
+namespace {
+
+void charge_gathered() {
+    const double ms = gathered_ms;
+    gathered_ms = 0;
+    if (!(ms > 0) || !gathered_found || !gathered_payer.metered || !shared_memory_ready()) return;
+    const Payer& p = gathered_payer;
+    publish_measured(ms);  // (not this backend's own measured time: its spans leave delivery out)
+    settle(p.key, p.budget, p.charges ? ms : 0, p.charges ? ms : 0, ms);
+}
+
+}  // namespace
+
+bool delivery_charge(int32 sender, double ms) {
     if (sender != gathered_pid) {
-        delivery_flush();
+        charge_gathered();
         gathered_pid = sender;
+        gathered_found = shared_memory_ready() && find_payer(sender, gathered_payer);
     }
+    if (!gathered_found) return false;
     if (ms > 0) gathered_ms += ms;
+    return true;
 }
 
 void delivery_flush() {
-    const double ms = gathered_ms;
-    gathered_ms = 0;
-    if (!(ms > 0) || !shared_memory_ready()) return;
-    Payer p{};
-    if (!find_payer(gathered_pid, p) || !p.metered) return;
-    publish_measured(ms);  // (not this backend's own measured time: its spans leave delivery out)
-    settle(p.key, p.budget, p.charges ? ms : 0, p.charges ? ms : 0, ms);
+    charge_gathered();
+    gathered_pid = 0;  // (the next transaction looks its senders up again)
 }
 
 }  // namespace ot::ext

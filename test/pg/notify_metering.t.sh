@@ -10,7 +10,7 @@ set -uo pipefail
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles flooder doflooder amplifier victim small viasimple viaextended &&
+  metered_roles flooder doflooder amplifier leaver reuser late victim small viasimple viaextended &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
@@ -24,7 +24,7 @@ flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9
 flood_do() {  # flood_do N: the same notifications as NOTIFY statements, run one by one from a DO block
   echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY jobs, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
 }
-for r in flooder doflooder amplifier victim small viasimple viaextended; do
+for r in flooder doflooder amplifier leaver reuser late victim small viasimple viaextended; do
   as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
 done
 
@@ -110,6 +110,29 @@ used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c
 echo "# amplifier was charged $a ms; its flooding session and its listeners used $used ms of CPU ($((c1 - c0)) ms reading)"
 check "a role's own listeners of another channel do not read its flood for free (charged / CPU used $(ratio "$a" "$used") >= 0.8)" \
   fcmp "$(ratio "$a" "$used")" ">=" 0.8
+
+# 2d. The sender gone before its notifications are delivered: a listener holds a transaction open while a
+#     role floods its channel and disconnects, and a new session takes the sender's PGPROC slot and commits a
+#     write (publishing its own payer there). No sender is found for the delivery: the listener pays for it.
+( echo "LISTEN jobs;"; echo "SELECT pg_backend_pid();"; echo "BEGIN;"; echo "SELECT 1;"; echo "\\! sleep 4"
+  echo "COMMIT;"; echo "\\! sleep 3" ) |
+  as_pg psql -X -At -h "$DIR" -p "$PORT" -U late -d postgres > "$DIR/late.out" 2>/dev/null &
+for i in $(seq 1 50); do grep -qE '^[0-9]+$' "$DIR/late.out" 2>/dev/null && break; sleep 0.1; done
+lp=$(grep -E '^[0-9]+$' "$DIR/late.out" | head -1)
+l0=$(tokens late)
+flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U leaver -d postgres >/dev/null 2>"$DIR/p.err"
+settled_tokens leaver >/dev/null
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U reuser -d postgres -c "CREATE TEMP TABLE r (a int)" >/dev/null
+lc0=$(awk '{ print $1 }' "/proc/$lp/schedstat")
+for i in $(seq 1 80); do [ "$(grep -c '^Asynchronous' "$DIR/late.out")" -ge $N ] && break; sleep 0.1; done
+sleep 0.5
+lc1=$(awk '{ print $1 }' "/proc/$lp/schedstat")
+wait
+l=$(diff_ms "$l0" "$(settled_tokens late)")
+lcpu=$(( (lc1 - lc0) / 1000000 ))
+echo "# the late listener got $(grep -c '^Asynchronous' "$DIR/late.out") notifications, used $lcpu ms of CPU for them and was charged $l ms"
+check "a delivery whose sender is gone is paid by the listener (charged / CPU $(ratio "$l" "$lcpu") >= 0.8)" \
+  fcmp "$(ratio "$l" "$lcpu")" ">=" 0.8
 
 # 3. A flooder with a small bucket: what the delivery costs is debt, and the next statement is refused.
 listen victim 1500
