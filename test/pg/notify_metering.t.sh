@@ -3,8 +3,10 @@
 # notification on its channels to its client, on no meter of its own: 3 000 notifications of 7.9 kB
 # were charged 183 ms to their sender while twenty listeners used 907 ms of CPU to deliver them. The
 # sender pays for the delivery now (a listener is not charged: NOTIFY needs no privilege, and a flood
-# on a channel someone listens to would be charged to the victim). And a Sync's commit, where a
-# transaction that only notified writes the notification queue, was free under the extended protocol.
+# on a channel someone listens to would be charged to the victim). What a listener reads and does not
+# deliver (another channel's flood, or a delivery whose sender is gone) names no sender: the listener pays
+# for that. And a Sync's commit, where a transaction that only notified writes the notification queue,
+# was free under the extended protocol.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
