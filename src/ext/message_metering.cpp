@@ -158,12 +158,30 @@ inline bool commit_pending_at_sync() {
     return MyProc->xid != InvalidTransactionId && !IsTransactionBlock();
 }
 
+double delivered_total = 0;  // delivery CPU charged to senders, all told
+// A listening session's time while idle (from its ReadyForQuery), up to here: its CPU time and
+// delivered_total then.
+double idle_cpu = 0;
+double delivered_at_idle = 0;
+
+// A listening session's every answer marks its CPU time (what follows it, up to the ReadyForQuery,
+// it pays for: idle_transaction_ended), and its ReadyForQuery the start of its idle time.
+__attribute__((noinline)) void listening_restart(Mark at, bool fastpath) {
+    if (at == Mark::Closed) {
+        idle_cpu = cpu_ms();
+        delivered_at_idle = delivered_total;
+    } else if (!fastpath) {
+        cpu_marked = true;
+    }
+}
+
 inline void restart(TimestampTz now, Mark at, bool fastpath, TimestampTz start, double now_metered) {
     message = start;
     mark = now;
     where = at;
     fastpath_answered = fastpath;
-    cpu_marked = at == Mark::Answered && !fastpath && (commit_pending_at_sync() || listening_session);
+    cpu_marked = at == Mark::Answered && !fastpath && commit_pending_at_sync();
+    if (unlikely(listening_session)) listening_restart(at, fastpath);
     if (cpu_marked) cpu_at_mark = cpu_ms();
     metered_at_mark = now_metered;
     waited_at_mark = waited_total;
@@ -315,11 +333,6 @@ inline void answered(char type) {
 // listening session's). Where no sender is found, the time stays in them, the listener's own.
 bool delivering = false;
 double delivery_cpu = 0;
-double delivered_total = 0;  // delivery CPU charged to senders, all told
-// A listening session's time while idle (after its ReadyForQuery), up to here: its CPU time and
-// delivered_total then.
-double idle_cpu = 0;
-double delivered_at_idle = 0;
 
 void delivery_over(void*) {
     delivering = false;
@@ -354,17 +367,9 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
     return r;
 }
 
-__attribute__((noinline)) int ready_and_put(const char* s, size_t len) {
-    const int r = socket_methods->putmessage('Z', s, len);
-    idle_cpu = cpu_ms();
-    delivered_at_idle = delivered_total;
-    return r;
-}
-
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     if (unlikely(type == 'A')) return deliver_and_put(s, len);
     answered(type);
-    if (unlikely(listening_session) && type == 'Z' && metered_backend()) return ready_and_put(s, len);
     return socket_methods->putmessage(type, s, len);
 }
 
