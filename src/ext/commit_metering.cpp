@@ -213,6 +213,7 @@ void meter_finish_prepared(void (*run)(void*), void* arg) {
 
 void charge_session_setup() {
     session_setup_charged = true;
+    if (MyBackendType == B_AUTOVAC_WORKER) autovacuum_metering_start();
     // Looked up now, inside a transaction: a session's first message may fail
     // before any statement asks, and what it did is charged after the abort.
     if (MyBackendType == B_BACKEND && !IsParallelWorker()) (void)own_identity();

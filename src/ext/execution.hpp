@@ -215,6 +215,21 @@ void stage_end(Stage which, bool completed);
 void stages_aborted(SubTransactionId from);
 // A function autovacuum is about to run (maintenance_metering.cpp).
 void maintenance_function();
+// Who pays for work on a table owner's behalf, as the owner's sessions would be charged (their
+// settings, read from the catalog); false where nothing is charged (mode off or log, true-up
+// off). The identity is the one the current user may choose: call it as the owner.
+struct OwnerPayer {
+    IdentityKey id;
+    core::Budget budget;
+    int cutoff_grace_ms;
+    const char* role;
+};
+bool owner_payer(Oid owner, OwnerPayer* out);
+// The start of this transaction's metered maintenance pass (maintenance_function's), if one is on.
+bool maintenance_pass_start(instr_time* out);
+// Autovacuum's own work on a table, charged to its owner (autovacuum_metering.cpp): started in a
+// worker at its first commit.
+void autovacuum_metering_start();
 inline void end_conversion_stage() {
     if (unlikely(stage_on == Stage::Conversion)) stage_end(Stage::Conversion, true);
 }

@@ -150,21 +150,35 @@ void admission_context(void*) {
 
 }  // namespace
 
+bool owner_payer(Oid owner, OwnerPayer* out) {
+    const RoleSettings s = role_settings(owner);
+    if (s.mode == Mode::Off || s.mode == Mode::Log || !s.true_up) return false;
+    out->role = GetUserNameFromId(owner, false);
+    // Another identity only where the owner may choose who pays (as its sessions' check of the
+    // setting decides; ALTER ROLE … SET does not check it for the role's own sessions).
+    const char* who = s.identity[0] != '\0' && may_spend_for_others() ? s.identity : out->role;
+    out->id = make_identity_key(who, std::strlen(who));
+    out->budget = s.budget;
+    out->cutoff_grace_ms = s.cutoff_grace_ms;
+    return true;
+}
+
+bool maintenance_pass_start(instr_time* out) {
+    if (metering_on) *out = meter_start;
+    return metering_on;
+}
+
 void maintenance_function() {
     // Only work done as the owner of what is maintained: autovacuum's own (its catalog reads, the
     // sampling itself) runs as the bootstrap superuser outside a security-restricted operation.
     if (metering_on || !InSecurityRestrictedOperation() || !IsTransactionState() || !shared_memory_ready() ||
         stage_on != Stage::None)
         return;
-    const Oid owner = GetUserId();
-    const RoleSettings s = role_settings(owner);
-    if (s.mode == Mode::Off || s.mode == Mode::Log || !s.true_up) return;
-    const char* role = GetUserNameFromId(owner, false);
-    // Another identity only where the owner may choose who pays (as its sessions' check of the
-    // setting decides; ALTER ROLE … SET does not check it for the role's own sessions).
-    const char* who = s.identity[0] != '\0' && may_spend_for_others() ? s.identity : role;
-    const IdentityKey id = make_identity_key(who, std::strlen(who));
-    const core::Budget b = usable_budget_check(s.budget);
+    OwnerPayer p;
+    if (!owner_payer(GetUserId(), &p)) return;
+    const char* role = p.role;
+    const IdentityKey id = p.id;
+    const core::Budget b = usable_budget_check(p.budget);
     if (!callback_registered) {
         RegisterXactCallback(on_xact, nullptr);
         callback_registered = true;
@@ -178,9 +192,9 @@ void maintenance_function() {
     error_context_stack = cb.previous;
     // The deadline below is set with the owner's grace, not the superuser's; ANALYZE's own GUC
     // nesting level (or the transaction's end) restores the worker's value after the table.
-    if (s.cutoff_grace_ms != cutoff_grace_ms()) {
+    if (p.cutoff_grace_ms != cutoff_grace_ms()) {
         char grace[16];
-        snprintf(grace, sizeof grace, "%d", s.cutoff_grace_ms);
+        snprintf(grace, sizeof grace, "%d", p.cutoff_grace_ms);
         (void)set_config_option("ogc_throttle.cutoff_grace", grace, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true,
                                 0, false);
     }
