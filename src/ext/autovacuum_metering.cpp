@@ -8,7 +8,9 @@
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
 // in it (charged on its own). Charged, never refused or cut off: a table left unvacuumed bloats and
 // ages toward wraparound, for everyone. The debt refuses the owner's own statements.
+// ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
+#include "ext/settings.hpp"
 #include "ext/settlement.hpp"
 
 extern "C" {
@@ -60,6 +62,7 @@ Oid owner_of(Oid relid) {
 
 // At the pre-commit, where the catalog can still be read.
 void charge_owner() {
+    if (!setting_charge_autovacuum) return;
     const Oid rel = maintained_relation();
     if (!OidIsValid(rel)) return;
     const Oid owner = owner_of(rel);

@@ -27,10 +27,6 @@ bool gathered_found = false;
 Payer gathered_payer{};
 double gathered_ms = 0;
 
-}  // namespace
-
-namespace {
-
 void charge_gathered() {
     const double ms = gathered_ms;
     gathered_ms = 0;

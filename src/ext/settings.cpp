@@ -21,6 +21,7 @@ int setting_max_identities = 100000;
 int setting_max_identity_stats = 10000;
 bool setting_save = true;
 bool setting_charge_connection = true;
+bool setting_charge_autovacuum = true;
 int setting_max_samples = 10000;
 bool setting_calibration_samples = true;
 bool setting_lazy_pricing = false;
@@ -290,6 +291,13 @@ void define_settings() {
                              "Fork, authentication (SCRAM's iterations), catalog caches and the role's settings: "
                              "a few milliseconds a connection, where a statement may cost a hundredth of that.",
                              &setting_charge_connection, setting_charge_connection, PGC_SUSET, 0, nullptr, nullptr,
+                             nullptr);
+    // (SIGHUP: a worker runs as the bootstrap superuser, whose own settings must not exempt every owner.)
+    DefineCustomBoolVariable("ogc_throttle.charge_autovacuum",
+                             "Charge a table's owner the time autovacuum spends on the table.",
+                             "Each transaction in which an autovacuum worker holds the table's maintenance lock "
+                             "(its VACUUM, ANALYZE, TOAST table, BRIN summarization), charged, never refused.",
+                             &setting_charge_autovacuum, setting_charge_autovacuum, PGC_SIGHUP, 0, nullptr, nullptr,
                              nullptr);
     DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
                                "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,

@@ -82,4 +82,17 @@ f1=$(q "SELECT tokens FROM throttle_peek('free')")
 check "an owner with mode off has its table vacuumed ($(( $(vacuums f) - v0 )) vacuums)" test "$(( $(vacuums f) - v0 ))" -ge 2
 check "... and is charged nothing (tokens $f0, then $f1)" test "$f0" = "$f1"
 
+# 4. Turned off server-wide: the owner pays for its updates only.
+q "ALTER SYSTEM SET ogc_throttle.charge_autovacuum = off" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+t0=$(tokens churner); v0=$(vacuums t)
+churn churner t 4
+for i in $(seq 1 20); do [ "$(vacuums t)" -ge $((v0 + 2)) ] && break; sleep 0.5; done
+sleep 1
+off=$(awk -v a="$t0" -v b="$(tokens churner)" 'BEGIN { printf "%.0f", a - b }')
+check "with ogc_throttle.charge_autovacuum off, $(( $(vacuums t) - v0 )) vacuums of churner's table are not charged (4 updates: $off ms)" \
+  fcmp "$off" "<" 100
+q "SELECT count(*) FROM pg_settings WHERE name = 'ogc_throttle.charge_autovacuum' AND context = 'sighup'" > "$DIR/ctx"
+check "... a server-wide setting (sighup)" grep -qx 1 "$DIR/ctx"
+
 tap_exit
