@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "miscadmin.h"
@@ -64,7 +65,8 @@ Oid owner_of(Oid relid) {
 void charge_owner() {
     if (!setting_charge_autovacuum) return;
     const Oid rel = maintained_relation();
-    if (!OidIsValid(rel)) return;
+    // (the system catalogs' upkeep is everyone's DDL, not their owner's: the bootstrap superuser)
+    if (!OidIsValid(rel) || rel < FirstNormalObjectId) return;
     const Oid owner = owner_of(rel);
     if (!OidIsValid(owner) || !shared_memory_ready()) return;
     // The identity the owner may choose, decided as the owner (the worker runs as a superuser).
