@@ -40,13 +40,23 @@ SQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
 
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "SELECT 1" >/dev/null  # plain's bucket
-# twins WHAT BEGIN END: the session that leaves its work to the exit against its twin that ends with END
+# twins WHAT BEGIN END: the session that leaves its work to the exit against its twin that ends with END,
+# the median of three pairs' ratios (one pair read 0.74 to 1.41 over six runs: a session's 2 s move by a third)
 twins() {
   script left "$2" ""
   script ended "$2" "$3"
-  a=$(charged plain "$DIR/left.sql"); b=$(charged plain "$DIR/ended.sql")
-  echo "# $1: session charged $a ms; its twin that ends with $3 itself: $b ms"
-  check "the exit that $1 is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" fcmp "$(ratio "$a" "$b")" ">=" 0.8
+  local rs="" k med
+  for k in 1 2 3; do
+    if [ "$k" = 2 ]; then
+      b=$(charged plain "$DIR/ended.sql"); a=$(charged plain "$DIR/left.sql")
+    else
+      a=$(charged plain "$DIR/left.sql"); b=$(charged plain "$DIR/ended.sql")
+    fi
+    echo "# $1: session charged $a ms; its twin that ends with $3 itself: $b ms"
+    rs="$rs $(ratio "$a" "$b")"
+  done
+  med=$(tr ' ' '\n' <<<"$rs" | grep . | sort -n | sed -n 2p)
+  check "the exit that $1 is charged (median ratio to the twin of$rs: $med >= 0.8)" fcmp "$med" ">=" 0.8
 }
 twins "removes a session's temporary tables" "" "DISCARD TEMP;"
 check "... and the twin's removal was real work (over 300 ms)" test "$b" -gt 300
