@@ -3,9 +3,10 @@
 client of LISTEN/NOTIFY does (an application's cache invalidation, a job
 queue's worker).
 
-    notify_listener.py CONNINFO CHANNEL WANT SECONDS HOLD
+    notify_listener.py CONNINFO CHANNEL WANT SECONDS HOLD [SPELLING]
 
-Prints its backend's PID as soon as it listens, then "got N" once WANT
+SPELLING is how it listens: "plain" (a LISTEN statement, the default), "do" (LISTEN
+run inside a DO block) or "function" (inside an SQL function). Prints its backend's PID as soon as it listens, then "got N" once WANT
 notifications have arrived or SECONDS have passed, and keeps its session
 HOLD seconds more; exit status 2 when the connection fails. Uses libpq5
 through ctypes (libpq_ctypes.py): no driver needed.
@@ -27,7 +28,20 @@ def main():
     pq.PQnotifies.restype = ctypes.c_void_p
     pq.PQnotifies.argtypes = [ctypes.c_void_p]
     pq.PQfreemem.argtypes = [ctypes.c_void_p]
-    pq.PQclear(pq.PQexec(conn, b'LISTEN "' + channel.encode() + b'"'))
+    spelling = sys.argv[6] if len(sys.argv) > 6 else "plain"
+    listen = 'LISTEN "' + channel + '"'
+    if spelling == "do":
+        listen = "DO $$ BEGIN " + listen + "; END $$"
+    elif spelling == "function":
+        listen = ("CREATE FUNCTION pg_temp.listen_here() RETURNS void LANGUAGE sql AS $$ " + listen +
+                  " $$; SELECT pg_temp.listen_here()")
+    elif spelling != "plain":
+        sys.exit("notify_listener.py: unknown spelling " + spelling)
+    res = pq.PQexec(conn, listen.encode())
+    failed = pq.PQresultStatus(res) not in (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
+    pq.PQclear(res)
+    if failed:
+        sys.exit(2)
     print(pq.PQbackendPID(conn), flush=True)
     n = 0
     end = time.time() + secs

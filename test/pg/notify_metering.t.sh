@@ -12,7 +12,7 @@ set -uo pipefail
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles flooder doflooder amplifier leaver reuser late victim small viasimple viaextended &&
+  metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
@@ -26,7 +26,7 @@ flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9
 flood_do() {  # flood_do N: the same notifications as NOTIFY statements, run one by one from a DO block
   echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY jobs, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
 }
-for r in flooder doflooder amplifier leaver reuser late victim small viasimple viaextended; do
+for r in flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended; do
   as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
 done
 
@@ -56,10 +56,10 @@ check "a Sync's commit that writes the notification queue is charged (extended/s
 # 2. Ten sessions of a victim role listen; another role floods their channel.
 LISTENER=$(pg_readable_copy "$(dirname "$0")/notify_listener.py")
 L=10; N=3000
-listen() {  # listen ROLE N [CHANNEL SECONDS]: L listeners of ROLE, their backends' PIDs in $DIR/pids
+listen() {  # listen ROLE N [CHANNEL SECONDS SPELLING]: L listeners of ROLE, their backends' PIDs in $DIR/pids
   rm -f "$DIR"/l*.out
   for i in $(seq 1 $L); do
-    as_pg python3 "$LISTENER" "host=$DIR port=$PORT user=$1 dbname=postgres" "${3:-jobs}" "$2" "${4:-60}" 3 \
+    as_pg python3 "$LISTENER" "host=$DIR port=$PORT user=$1 dbname=postgres" "${3:-jobs}" "$2" "${4:-60}" 3 "${5:-plain}" \
       > "$DIR/l$i.out" 2>/dev/null &
   done
   for i in $(seq 1 100); do [ "$(cat "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $L ] && break; sleep 0.1; done
@@ -102,17 +102,26 @@ flood_listened doflooder flood_do
 #     listener reads every entry of its database, and a notification on a channel it does not listen to
 #     names no sender it delivers for. The listeners pay for that reading themselves; before, 3 000 such
 #     notifications took ten listeners 218 ms of CPU, free, against 120 ms charged for the flood.
-listen amplifier 1 quiet 6
-a0=$(tokens amplifier); c0=$(oncpu_ms); r0=$(reaped_ms)
-flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U amplifier -d postgres >/dev/null 2>"$DIR/p.err"
-sleep 2
-c1=$(oncpu_ms); r1=$(reaped_ms)
-wait
-a=$(diff_ms "$a0" "$(settled_tokens amplifier)")  # (a listener's last part is charged as it exits)
-used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
-echo "# amplifier was charged $a ms; its flooding session and its listeners used $used ms of CPU ($((c1 - c0)) ms reading)"
-check "a role's own listeners of another channel do not read its flood for free (charged / CPU used $(ratio "$a" "$used") >= 0.8)" \
-  fcmp "$(ratio "$a" "$used")" ">=" 0.8
+amplify() {  # amplify ROLE SPELLING: ROLE's ten listeners of another channel, listening as SPELLING, read its flood
+  listen "$1" 1 quiet 6 "$2"
+  local a0 c0 r0 c1 r1 a used
+  a0=$(tokens "$1"); c0=$(oncpu_ms); r0=$(reaped_ms)
+  flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U "$1" -d postgres >/dev/null 2>"$DIR/p.err"
+  sleep 2
+  c1=$(oncpu_ms); r1=$(reaped_ms)
+  wait
+  a=$(diff_ms "$a0" "$(settled_tokens "$1")")  # (a listener's last part is charged as it exits)
+  used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
+  echo "# $1 was charged $a ms; its flooding session and its listeners used $used ms of CPU ($((c1 - c0)) ms reading)"
+  check "$(wc -l < "$DIR/pids") listeners started ($2)" test "$(grep -cE '^[0-9]+$' "$DIR/pids")" -eq $L
+  check "a role's own listeners of another channel do not read its flood for free ($2: charged / CPU used $(ratio "$a" "$used") >= 0.8)" \
+    fcmp "$(ratio "$a" "$used")" ">=" 0.8
+}
+amplify amplifier plain
+# The same listeners with LISTEN inside a DO block, and inside an SQL function: each passes through the utility
+# hook, which marks the session as listening.
+amplify amplifierdo do
+amplify amplifierfn function
 
 # 2d. The sender gone before its notifications are delivered: a listener holds a transaction open while a
 #     role floods its channel and disconnects, and a new session takes the sender's PGPROC slot and commits a
