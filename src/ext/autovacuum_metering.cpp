@@ -6,8 +6,9 @@
 // VACUUM, its ANALYZE, its TOAST table's, a BRIN summarization) is charged to the table's owner, as
 // the owner's sessions are charged (maintenance_metering.cpp reads their settings): its wall time
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
-// in it (charged on its own). Charged, never refused or cut off: a table left unvacuumed bloats and
-// ages toward wraparound, for everyone. The debt refuses the owner's own statements.
+// in it (charged on its own); a transaction aborted (a vacuum cancelled by a conflicting lock request)
+// is charged at the worker's next commit. Charged, never refused or cut off: a table left unvacuumed
+// bloats and ages toward wraparound, for everyone. The debt refuses the owner's own statements.
 // ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
 #include "ext/settings.hpp"
@@ -61,14 +62,18 @@ Oid owner_of(Oid relid) {
     return owner;
 }
 
-// At the pre-commit, where the catalog can still be read.
-void charge_owner() {
-    if (!setting_charge_autovacuum) return;
-    const Oid rel = maintained_relation();
-    // (the system catalogs' upkeep is everyone's DDL, not their owner's: the bootstrap superuser)
-    if (!OidIsValid(rel) || rel < FirstNormalObjectId) return;
+// Wall time from the end of the worker's previous transaction to now, or to the start of a metered
+// pass of the owner's functions in this one (charged on its own).
+double span_ms() {
+    instr_time until;
+    if (!maintenance_pass_start(&until)) INSTR_TIME_SET_CURRENT(until);
+    INSTR_TIME_SUBTRACT(until, previous_end);
+    return INSTR_TIME_GET_MILLISEC(until);
+}
+
+void charge(Oid rel, double ms) {
     const Oid owner = owner_of(rel);
-    if (!OidIsValid(owner) || !shared_memory_ready()) return;
+    if (!OidIsValid(owner) || !shared_memory_ready()) return;  // (a table dropped since: no one to ask)
     // The identity the owner may choose, decided as the owner (the worker runs as a superuser).
     Oid user;
     int context;
@@ -78,21 +83,67 @@ void charge_owner() {
     const bool charged = owner_payer(owner, &p);
     SetUserIdAndSecContext(user, context);
     if (!charged || core::budget_problem(p.budget) != nullptr) return;
-    instr_time until;
-    if (!maintenance_pass_start(&until)) INSTR_TIME_SET_CURRENT(until);
-    INSTR_TIME_SUBTRACT(until, previous_end);
-    const double ms = INSTR_TIME_GET_MILLISEC(until);
-    if (!(ms > 0)) return;
     count_measured(ms);
     settle(p.id, p.budget, ms, ms, ms);
     flush_settlements();  // a worker may exit after its last table
 }
 
+// Work on a table whose transaction was aborted: a vacuum cancelled by a conflicting lock request
+// (LOCK TABLE, TRUNCATE, ALTER TABLE: at most deadlock_timeout's wait for whoever asks, however long the
+// vacuum had run), or an error in an index expression. The catalog cannot be read in an aborted
+// transaction: the charge waits for the worker's next commit, which follows every abort (the next
+// table's, or the worker's last).
+struct Aborted {
+    Oid rel;
+    double ms;
+};
+constexpr int kMaxAborted = 8;
+Aborted aborted[kMaxAborted];
+int naborted = 0;
+
+bool maintained_here(Oid rel) {
+    // (the system catalogs' upkeep is everyone's DDL, not their owner's: the bootstrap superuser)
+    return setting_charge_autovacuum && OidIsValid(rel) && rel >= FirstNormalObjectId;
+}
+
+void note_aborted() {
+    // A try refused for the owner's debt is charged nothing, as a refused statement is not: autovacuum
+    // tries again at every nap, and the debt would grow by each try while the owner's own statements,
+    // which could turn its autovacuum off, are refused.
+    if (maintenance_refused()) return;
+    const Oid rel = maintained_relation();  // (its locks are released after the abort's callbacks)
+    const double ms = span_ms();
+    if (!maintained_here(rel) || !(ms > 0)) return;
+    for (int i = 0; i < naborted; i++)
+        if (aborted[i].rel == rel) {
+            aborted[i].ms += ms;
+            return;
+        }
+    if (naborted < kMaxAborted) aborted[naborted++] = Aborted{rel, ms};
+}
+
+// At the pre-commit, where the catalog can still be read.
+void charge_owners() {
+    for (int i = 0; i < naborted; i++) charge(aborted[i].rel, aborted[i].ms);
+    naborted = 0;
+    const Oid rel = maintained_relation();
+    if (!maintained_here(rel)) return;
+    const double ms = span_ms();
+    if (ms > 0) charge(rel, ms);
+}
+
 void on_xact(XactEvent event, void*) {
     switch (event) {
-        case XACT_EVENT_PRE_COMMIT: charge_owner(); break;
+        case XACT_EVENT_PRE_COMMIT: charge_owners(); break;
+        case XACT_EVENT_ABORT:
+            note_aborted();
+            [[fallthrough]];
         case XACT_EVENT_COMMIT:
-        case XACT_EVENT_ABORT: INSTR_TIME_SET_CURRENT(previous_end); break;
+            INSTR_TIME_SET_CURRENT(previous_end);
+            // (maintenance_metering.cpp registers its callback at a worker's first pass, after this one
+            // at the worker's first commit, so its settlement at this event has run already)
+            maintenance_pass_forget();
+            break;
         default: break;
     }
 }

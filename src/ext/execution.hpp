@@ -225,8 +225,12 @@ struct OwnerPayer {
     const char* role;
 };
 bool owner_payer(Oid owner, OwnerPayer* out);
-// The start of this transaction's metered maintenance pass (maintenance_function's), if one is on.
+// The start of this transaction's metered maintenance pass (maintenance_function's), if one is on or
+// was settled at this transaction's end; forgotten at the next pass or by maintenance_pass_forget().
 bool maintenance_pass_start(instr_time* out);
+void maintenance_pass_forget();
+// This transaction was aborted by the refusal of such a pass (the owner in debt).
+bool maintenance_refused();
 // Autovacuum's own work on a table, charged to its owner (autovacuum_metering.cpp): started in a
 // worker at its first commit.
 void autovacuum_metering_start();

@@ -116,11 +116,18 @@ bool metering_on = false;  // this transaction's maintenance is metered
 IdentityKey meter_id;
 core::Budget meter_budget;
 instr_time meter_start;
+// A pass settled at its transaction's end, until autovacuum's charge of that transaction has read where
+// it began (maintenance_pass_forget): at an abort, this module's callback runs first.
+bool settled_pass = false;
+instr_time settled_start;
+bool refusing = false;  // the owner's debt is refusing a pass (until maintenance_pass_forget)
 bool callback_registered = false;
 
 void settle_maintenance(bool completed) {
     if (!metering_on) return;
     metering_on = false;
+    settled_pass = true;
+    settled_start = meter_start;
     if (completed) {
         stage_end(Stage::Maintenance, true);
     } else {
@@ -165,8 +172,16 @@ bool owner_payer(Oid owner, OwnerPayer* out) {
 
 bool maintenance_pass_start(instr_time* out) {
     if (metering_on) *out = meter_start;
-    return metering_on;
+    else if (settled_pass) *out = settled_start;
+    return metering_on || settled_pass;
 }
+
+void maintenance_pass_forget() {
+    settled_pass = false;
+    refusing = false;
+}
+
+bool maintenance_refused() { return refusing; }
 
 void maintenance_function() {
     // Only work done as the owner of what is maintained: autovacuum's own (its catalog reads, the
@@ -188,7 +203,9 @@ void maintenance_function() {
     context_role = role;
     ErrorContextCallback cb{error_context_stack, admission_context, nullptr};
     error_context_stack = &cb;
+    refusing = true;
     const double tokens = admit_further_pass(id, b, Mode::Reject);  // an ERROR while in debt
+    refusing = false;
     error_context_stack = cb.previous;
     // The deadline below is set with the owner's grace, not the superuser's; ANALYZE's own GUC
     // nesting level (or the transaction's end) restores the worker's value after the table.
@@ -200,6 +217,7 @@ void maintenance_function() {
     }
     INSTR_TIME_SET_CURRENT(meter_start);
     metering_on = true;
+    settled_pass = false;
     stage_begin(Stage::Maintenance, id, b, Mode::Reject, tokens, &meter_start);
 }
 
