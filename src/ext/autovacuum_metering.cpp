@@ -124,8 +124,9 @@ void note_aborted() {
 
 // At the pre-commit, where the catalog can still be read.
 void charge_owners() {
-    for (int i = 0; i < naborted; i++) charge(aborted[i].rel, aborted[i].ms);
-    naborted = 0;
+    const int n = naborted;
+    naborted = 0;  // (before the charges: an error in one must not charge the others twice)
+    for (int i = 0; i < n; i++) charge(aborted[i].rel, aborted[i].ms);
     const Oid rel = maintained_relation();
     if (!maintained_here(rel)) return;
     const double ms = span_ms();
