@@ -231,6 +231,9 @@ bool maintenance_pass_start(instr_time* out);
 void maintenance_pass_forget();
 // This transaction was aborted by the refusal of such a pass (the owner in debt).
 bool maintenance_refused();
+// A metered session's statement that would give a table to an owner whose settings charge nothing is
+// refused (upkeep_owner.cpp): that owner pays for the table's upkeep.
+void check_upkeep_owner(const Node* stmt);
 // Autovacuum's own work on a table, charged to its owner (autovacuum_metering.cpp): started in a
 // worker at its first commit.
 void autovacuum_metering_start();

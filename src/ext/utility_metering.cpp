@@ -108,9 +108,10 @@ bool finishes_prepared(const Node* n) {
 }
 
 // The kinds of statement this hook may do something for: does_work()'s,
-// TransactionStmt (COMMIT/ROLLBACK PREPARED) and LISTEN (the session then pays
-// for its reading of the notification queue). Every other kind (SET, BEGIN,
-// ...) goes straight on by a tail call, with no frame of ours.
+// TransactionStmt (COMMIT/ROLLBACK PREPARED), LISTEN (the session then pays
+// for its reading of the notification queue), and those that give a table an
+// owner (check_upkeep_owner). Every other kind (SET, BEGIN, ...) goes straight
+// on by a tail call, with no frame of ours.
 inline bool may_meter(NodeTag tag) {
     switch (tag) {
         case T_IndexStmt:
@@ -128,6 +129,8 @@ inline bool may_meter(NodeTag tag) {
         case T_ExecuteStmt:
         case T_ConstraintsSetStmt:
         case T_ListenStmt:
+        case T_CreateStmt:
+        case T_ReassignOwnedStmt:
         case T_TransactionStmt: return true;
         default: return false;
     }
@@ -151,6 +154,7 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
                                                ProcessUtilityContext context, ParamListInfo params,
                                                QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     if (IsA(pstmt->utilityStmt, ListenStmt)) note_listening();
+    check_upkeep_owner(pstmt->utilityStmt);
     const bool finishes = finishes_prepared(pstmt->utilityStmt);
     if (!finishes && !metered_here(pstmt)) return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
