@@ -32,18 +32,8 @@ PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 PORT_A=${PORT_A:-56401}
 PORT_B=${PORT_B:-56402}
 
-work=$(pg_tmpdir)
-A="$work/a"
-B="$work/b"
-started=()
-cleanup() {
-  local d
-  for d in "${started[@]}"; do pg_stop "$d" immediate; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-die() { echo "run.sh: $*" >&2; exit 1; }
+. "$here/two_clusters.sh"
+two_cluster_workdir
 # bounded SECONDS CMD...: a client program run as postgres with a wall-clock limit
 bounded() { local s=$1; shift; as_pg timeout --kill-after=5 "$s" "$@"; }
 # psql_to DIR PORT SECONDS [psql args...]

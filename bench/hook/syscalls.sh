@@ -19,18 +19,8 @@ PORT_B=${PORT_B:-56412}
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 [ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
 
-work=$(pg_tmpdir)
-A="$work/a"
-B="$work/b"
-started=()
-cleanup() {
-  local d
-  for d in "${started[@]}"; do pg_stop "$d" immediate; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-die() { echo "syscalls.sh: $*" >&2; exit 1; }
+. "$here/two_clusters.sh"
+two_cluster_workdir
 q() { as_pg timeout 300 psql -X -q -v ON_ERROR_STOP=1 -h "$1" -p "$2" -U postgres -d postgres "${@:3}"; }
 
 lib="ogc_throttle"

@@ -103,6 +103,26 @@ echo "# $cv autovacuums of pg_class, pg_attribute and pg_type; the metered boots
 check "autovacuum of the system catalogs is not charged to their owner ($cv vacuums, $pc ms charged)" \
   eval '[ "$cv" -ge 3 ] && fcmp "$pc" "<" 30'
 
+# cancel_seen vacuum|analyze TABLE: once autovacuum's work on canceller's TABLE shows in its progress view, let
+# it run 2.5 s, then cancel it by the owner's ALTER TABLE (a conflicting lock request, which also turns the
+# table's autovacuum off); sets cc (ms charged to the owner meanwhile), ran (ms from seen to cancelled), cr.
+cancel_seen() {
+  local t0 seen ended i
+  t0=$(settled_tokens canceller)
+  for i in $(seq 1 100); do
+    [ "$(q "SELECT count(*) FROM pg_stat_progress_$1 WHERE relid = '$2'::regclass")" = 1 ] && break
+    sleep 0.1
+  done
+  seen=$(date +%s.%N)
+  sleep 2.5
+  as_role canceller -c "ALTER TABLE $2 SET (autovacuum_enabled = off)" >/dev/null 2>"$DIR/p.err"
+  ended=$(date +%s.%N)
+  sleep 2
+  cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
+  ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+  cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
+}
+
 # 5. A vacuum cancelled is charged too. Its owner asks for a lock that conflicts with the vacuum's, waits
 #    deadlock_timeout, and the vacuum is cancelled, however long it had run; the table is vacuumed again
 #    later, from the start. The aborted transaction cannot read the catalog: the charge waits for the worker's
@@ -112,23 +132,11 @@ as_role canceller -c "CREATE TABLE c (id int PRIMARY KEY, a int, pad text) WITH 
     autovacuum_analyze_threshold = 1, autovacuum_vacuum_cost_delay = 10, autovacuum_vacuum_cost_limit = 20);
   CREATE INDEX ON c (a); INSERT INTO c SELECT g, g, repeat('x', 100) FROM generate_series(1, 200000) g" \
   -c "VACUUM ANALYZE c" -c "UPDATE c SET a = a + 1" >/dev/null 2>"$DIR/p.err" || { not_ok "canceller's table"; cat "$DIR/p.err"; }
-c0=$(settled_tokens canceller)
-for i in $(seq 1 100); do
-  [ "$(q "SELECT count(*) FROM pg_stat_progress_vacuum WHERE relid = 'c'::regclass")" = 1 ] && break
-  sleep 0.1
-done
-seen=$(date +%s.%N)
-sleep 2.5
-as_role canceller -c "ALTER TABLE c SET (autovacuum_enabled = off)" >/dev/null 2>"$DIR/p.err"
-ended=$(date +%s.%N)
-sleep 2
-cc=$(awk -v a="$c0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
-ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+cancel_seen vacuum c
 echo "# the vacuum of canceller's table was seen running for $ran ms before its owner's ALTER TABLE ended; charged $cc ms"
 # (log_min_messages = log leaves the worker's ERROR out of the log: the vacuum never finished instead)
 check "the owner's conflicting lock request cancelled the vacuum ($(vacuums c) finished, $(runs c) logged)" \
   eval '[ "$(vacuums c)" = 0 ] && [ "$(runs c)" = 0 ]'
-cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
 check "a vacuum cancelled by its table's owner is charged to the owner (charged $cc ms / ran $ran ms: $cr >= 0.8)" \
   fcmp "$cr" ">=" 0.8
 check "... and not twice ($cr <= 1.5: the owner's wait for the lock is in it)" fcmp "$cr" "<=" 1.5
@@ -141,22 +149,10 @@ as_role canceller -c "CREATE FUNCTION slow(int) RETURNS int IMMUTABLE LANGUAGE p
     autovacuum_vacuum_insert_threshold = 100000000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1);
   CREATE INDEX ON e (slow(a))" -c "INSERT INTO e SELECT g, g FROM generate_series(1, 50000) g" >/dev/null 2>"$DIR/p.err" ||
   { not_ok "canceller's second table"; cat "$DIR/p.err"; }
-e0=$(settled_tokens canceller)
-for i in $(seq 1 100); do
-  [ "$(q "SELECT count(*) FROM pg_stat_progress_analyze WHERE relid = 'e'::regclass")" = 1 ] && break
-  sleep 0.1
-done
-seen=$(date +%s.%N)
-sleep 2.5
-as_role canceller -c "ALTER TABLE e SET (autovacuum_enabled = off)" >/dev/null 2>"$DIR/p.err"
-ended=$(date +%s.%N)
-sleep 2
-ec=$(awk -v a="$e0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
-ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
-er=$(awk -v c="$ec" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
-echo "# the analyze of canceller's table with an expression index was seen running for $ran ms before it was cancelled; charged $ec ms"
-check "an analyze cancelled in its owner's function is charged once ($(q "SELECT autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'e'") finished; charged / ran $er between 0.8 and 1.5)" \
-  eval 'fcmp "$er" ">=" 0.8 && fcmp "$er" "<=" 1.5'
+cancel_seen analyze e
+echo "# the analyze of canceller's table with an expression index was seen running for $ran ms before it was cancelled; charged $cc ms"
+check "an analyze cancelled in its owner's function is charged once ($(q "SELECT autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'e'") finished; charged / ran $cr between 0.8 and 1.5)" \
+  eval 'fcmp "$cr" ">=" 0.8 && fcmp "$cr" "<=" 1.5'
 
 # 6. Turned off server-wide: the owner pays for its updates only.
 q "ALTER SYSTEM SET ogc_throttle.charge_autovacuum = off" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
