@@ -2,8 +2,8 @@
 // indexes that autovacuum runs, are charged to the table's owner (autovacuum_metering.cpp,
 // maintenance_metering.cpp). A throttled role that is a member of a group role whose settings charge
 // nothing (a NOLOGIN group has no settings of its own, and mode is off by default) could give its table
-// to the group (ALTER TABLE … OWNER TO, REASSIGN OWNED, or SET ROLE and CREATE TABLE, or CREATE TABLE in
-// a SECURITY DEFINER function of the group's) and have its upkeep done free. A metered session may not
+// to the group (ALTER TABLE … OWNER TO, REASSIGN OWNED, or SET ROLE and CREATE TABLE or EXPLAIN ANALYZE
+// CREATE TABLE … AS, or CREATE TABLE in a SECURITY DEFINER function of the group's) and have its upkeep done free. A metered session may not
 // give a table to a role its login role is a member of (one it could have given it to itself) whose
 // settings charge nothing: such a statement is refused, before it runs, with the role to fix named in the
 // HINT. An administrator's SECURITY DEFINER function that creates a table as a role the session's login
@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "catalog/pg_class.h"
+#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/acl.h"
@@ -43,6 +44,15 @@ void check(const char* what, Oid owner) {
 
 const char* relation_named(const RangeVar* r) { return psprintf("table \"%s\"", r->relname); }
 
+bool analyzes(const ExplainStmt* x) {
+    ListCell* lc;
+    foreach (lc, x->options) {
+        DefElem* opt = static_cast<DefElem*>(lfirst(lc));
+        if (strcmp(opt->defname, "analyze") == 0) return defGetBoolean(opt);
+    }
+    return false;
+}
+
 }  // namespace
 
 void check_upkeep_owner(const Node* stmt) {
@@ -59,6 +69,14 @@ void check_upkeep_owner(const Node* stmt) {
             if (c->into != nullptr && c->into->rel->relpersistence != RELPERSISTENCE_TEMP)
                 check(relation_named(c->into->rel), GetUserId());
             break;
+        }
+        case T_ExplainStmt: {  // EXPLAIN ANALYZE CREATE TABLE … AS creates the table, through no CreateTableAsStmt
+            const auto* x = reinterpret_cast<const ExplainStmt*>(stmt);
+            const auto* q = reinterpret_cast<const Query*>(x->query);
+            if (q == nullptr || !IsA(q, Query) || q->commandType != CMD_UTILITY || q->utilityStmt == nullptr ||
+                !IsA(q->utilityStmt, CreateTableAsStmt) || !analyzes(x))
+                break;
+            return check_upkeep_owner(q->utilityStmt);
         }
         case T_AlterTableStmt: {
             const auto* a = reinterpret_cast<const AlterTableStmt*>(stmt);

@@ -130,6 +130,7 @@ inline bool may_meter(NodeTag tag) {
         case T_ConstraintsSetStmt:
         case T_ListenStmt:
         case T_CreateStmt:
+        case T_ExplainStmt:
         case T_ReassignOwnedStmt:
         case T_TransactionStmt: return true;
         default: return false;

@@ -2,11 +2,12 @@
 # Who a metered session may give a table to. Autovacuum's upkeep of a table and the functions of its
 # indexes that autovacuum runs are charged to the table's owner. A throttled role that is a member of a group
 # role whose settings charge nothing could give its table to the group and have its upkeep done free: by
-# ALTER TABLE … OWNER TO, REASSIGN OWNED, SET ROLE and CREATE TABLE (or CREATE TABLE AS), CREATE SCHEMA …
-# AUTHORIZATION with a table in it, or a SECURITY DEFINER function of the group's that creates the table. Each is refused now (42501, the role to fix in the
-# HINT), and loses nothing. Controls: a group that is metered, a temporary table, a session that is not
-# metered, and an administrator's SECURITY DEFINER function owned by a role the member does not belong to
-# all go on.
+# ALTER TABLE … OWNER TO, REASSIGN OWNED, SET ROLE and CREATE TABLE (or CREATE TABLE AS, SELECT INTO, CREATE
+# MATERIALIZED VIEW, EXPLAIN ANALYZE CREATE TABLE … AS), CREATE SCHEMA … AUTHORIZATION with a table in it, or a
+# SECURITY DEFINER function of the group's that creates the table. Each is refused now (42501, the role to fix
+# in the HINT), and loses nothing. Controls: a group that is metered, a temporary table, an EXPLAIN without
+# ANALYZE, a view, a session that is not metered, and an administrator's SECURITY DEFINER function owned by a
+# role the member does not belong to all go on.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -46,6 +47,9 @@ refused "SET ROLE to the group and CREATE TABLE" -c "SET ROLE grp" -c "CREATE TA
 check "... and no table was made" test "$(owner grps)" = none
 refused "SET ROLE to the group and CREATE TABLE AS" -c "SET ROLE grp" -c "CREATE TABLE grps2 AS SELECT 1 AS a"
 refused "SET ROLE to the group and CREATE MATERIALIZED VIEW" -c "SET ROLE grp" -c "CREATE MATERIALIZED VIEW grpm AS SELECT 1 AS a"
+refused "SET ROLE to the group and EXPLAIN ANALYZE CREATE TABLE AS" -c "SET ROLE grp" \
+  -c "EXPLAIN (ANALYZE, COSTS OFF) CREATE TABLE grpx AS SELECT 1 AS a"
+check "... and no table was made" test "$(owner grpx)" = none
 refused "SET ROLE to the group and SELECT INTO" -c "SET ROLE grp" -c "SELECT 1 AS a INTO grps3"
 refused "CREATE SCHEMA … AUTHORIZATION the group with a table in it" -c "CREATE SCHEMA gs AUTHORIZATION grp CREATE TABLE gst (a int)"
 check "... and no table was made" test "$(owner gst)" = none
@@ -57,6 +61,8 @@ check "... and no table was made" test "$(owner grpf)" = none
 # 2. What goes on.
 as_role member -c "SET ROLE grp" -c "CREATE TEMP TABLE scratch (a int)" >/dev/null 2>"$DIR/err"
 check "a temporary table as the group (no autovacuum) is made" test ! -s "$DIR/err"
+as_role member -c "SET ROLE grp" -c "EXPLAIN (COSTS OFF) CREATE TABLE grpy AS SELECT 1 AS a" >/dev/null 2>"$DIR/err"
+check "an EXPLAIN without ANALYZE (nothing made) goes on" test ! -s "$DIR/err"
 as_role member -c "CREATE TABLE given (a int)" -c "ALTER TABLE given OWNER TO paying" >/dev/null 2>"$DIR/err"
 check "a table given to a metered group" test "$(owner given)" = paying
 as_role member -c "SELECT helper_makes('helped')" >/dev/null 2>"$DIR/err"
