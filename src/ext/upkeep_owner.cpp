@@ -80,7 +80,9 @@ void check_upkeep_owner(const Node* stmt) {
         }
         case T_AlterTableStmt: {
             const auto* a = reinterpret_cast<const AlterTableStmt*>(stmt);
-            // (a view, a sequence or a foreign table has no upkeep: ALTER VIEW … OWNER TO goes on)
+            // (a view, a sequence or a foreign table has no upkeep: ALTER VIEW … OWNER TO goes on. ALTER TABLE
+            // may name one too, and is checked all the same: a look-up here, before ALTER TABLE's own under its
+            // lock, could be made to see a view while ALTER TABLE then finds a table renamed to its name.)
             if (a->objtype != OBJECT_TABLE && a->objtype != OBJECT_MATVIEW) break;
             ListCell* lc;
             foreach (lc, a->cmds) {
