@@ -8,8 +8,9 @@ queue's worker).
 SPELLING is how it listens: "plain" (a LISTEN statement, the default), "do"
 (LISTEN run inside a DO block) or "function" (inside an SQL function). Prints
 its backend's PID as soon as it listens, then "got N" once WANT notifications
-have arrived or SECONDS have passed, and keeps its session HOLD seconds more; exit status 2 when the connection fails. Uses libpq5
-through ctypes (libpq_ctypes.py): no driver needed.
+have arrived or SECONDS have passed, and keeps its session HOLD seconds more;
+exit status 2 when the connection or its LISTEN fails. Uses libpq5 through
+ctypes (libpq_ctypes.py): no driver needed.
 """
 import ctypes
 import select
