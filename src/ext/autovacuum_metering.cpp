@@ -6,13 +6,14 @@
 // VACUUM, its ANALYZE, its TOAST table's, a BRIN summarization) is charged to the table's owner, as
 // the owner's sessions are charged (maintenance_metering.cpp reads their settings): its wall time
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
-// in it (charged on its own); a transaction aborted (a vacuum cancelled by a conflicting lock request)
+// in it (charged on its own), and the writeback of the buffers it left dirty; a transaction aborted (a vacuum cancelled by a conflicting lock request)
 // is charged at the worker's next commit. Charged, never refused or cut off: a table left unvacuumed
 // bloats and ages toward wraparound, for everyone. The debt refuses the owner's own statements.
 // ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
 #include "ext/settings.hpp"
 #include "ext/settlement.hpp"
+#include "ext/writeback.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -30,6 +31,7 @@ namespace ot::ext {
 namespace {
 
 instr_time previous_end;  // the end of the worker's previous transaction
+WritebackMark writeback_at_end;  // and its shared buffers dirtied and written then
 
 // A relation of this database whose maintenance lock this backend holds (InvalidOid: none).
 Oid maintained_relation() {
@@ -63,12 +65,13 @@ Oid owner_of(Oid relid) {
 }
 
 // Wall time from the end of the worker's previous transaction to now, or to the start of a metered
-// pass of the owner's functions in this one (charged on its own).
+// pass of the owner's functions in this one (charged on its own), and the writeback of the buffers
+// the transaction left dirty (most of a vacuum's it writes itself, through its ring).
 double span_ms() {
     instr_time until;
     if (!maintenance_pass_start(&until)) INSTR_TIME_SET_CURRENT(until);
     INSTR_TIME_SUBTRACT(until, previous_end);
-    return INSTR_TIME_GET_MILLISEC(until);
+    return INSTR_TIME_GET_MILLISEC(until) + writeback_ms(writeback_at_end);
 }
 
 void charge(Oid rel, double ms) {
@@ -141,6 +144,7 @@ void on_xact(XactEvent event, void*) {
             [[fallthrough]];
         case XACT_EVENT_COMMIT:
             INSTR_TIME_SET_CURRENT(previous_end);
+            writeback_mark(&writeback_at_end);
             // (maintenance_metering.cpp registers its callback at a worker's first pass, after this one
             // at the worker's first commit, so its settlement at this event has run already)
             maintenance_pass_forget();
@@ -153,6 +157,7 @@ void on_xact(XactEvent event, void*) {
 
 void autovacuum_metering_start() {
     INSTR_TIME_SET_CURRENT(previous_end);
+    writeback_mark(&writeback_at_end);
     RegisterXactCallback(on_xact, nullptr);
 }
 

@@ -5,6 +5,7 @@
 #include "ext/settlement.hpp"
 #include "ext/statement_samples.hpp"
 #include "ext/sql_args.hpp"
+#include "ext/writeback.hpp"
 
 #include <cstring>
 #include <ctime>
@@ -93,6 +94,10 @@ bool fastpath_answered = false;  // the mark is a fast-path call's answer: its c
 bool cpu_marked = false;          // the mark left an implicit transaction that wrote
 double cpu_at_mark = 0;           // the backend's CPU time there, ms
 double pending_ms = 0;        // accounted for, not yet charged
+// Shared buffers dirtied and written at the last answer that charged them (writeback.hpp): a
+// backend's writes left to others are its payer's at its next answer, wherever they were done
+// (an executor pass, a parallel worker's share added at its end, a utility statement, a commit).
+WritebackMark writeback_at_answer;
 double planning_at_mark = 0;  // planning_ms_total at the mark
 
 // A client backend with the shared table (fixed for the backend's life once
@@ -298,6 +303,11 @@ inline void answered(char type) {
     }
     end_conversion_stage();  // (its work is the message's, which this answer ends)
     if (!metered_backend() || !between_meters()) return;
+    if (unlikely(writeback_moved(writeback_at_answer))) {
+        const double ms = writeback_ms(writeback_at_answer);
+        writeback_mark(&writeback_at_answer);
+        add_pending(ms, type != 'Z');
+    }
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read

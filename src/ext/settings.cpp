@@ -22,6 +22,7 @@ int setting_max_identity_stats = 10000;
 bool setting_save = true;
 bool setting_charge_connection = true;
 bool setting_charge_autovacuum = true;
+double setting_dirty_block_cost = 0.005;
 int setting_max_samples = 10000;
 bool setting_calibration_samples = true;
 bool setting_lazy_pricing = false;
@@ -299,6 +300,13 @@ void define_settings() {
                              "(its VACUUM, ANALYZE, TOAST table, BRIN summarization), charged, never refused.",
                              &setting_charge_autovacuum, setting_charge_autovacuum, PGC_SIGHUP, 0, nullptr, nullptr,
                              nullptr);
+    // (SIGHUP: what a page's write costs is the server's, as are autovacuum's workers, charged it too.)
+    DefineCustomRealVariable("ogc_throttle.dirty_block_cost",
+                             "Milliseconds charged per shared buffer a metered session or autovacuum leaves dirty.",
+                             "The checkpointer or the background writer writes such a buffer later, in time no "
+                             "session's meter sees; buffers the process wrote out itself are not charged. 0: none.",
+                             &setting_dirty_block_cost, setting_dirty_block_cost, 0, 1000, PGC_SIGHUP, 0, nullptr,
+                             nullptr, nullptr);
     DefineCustomStringVariable("ogc_throttle.identity", "Who pays for this session's statements (default: the role).",
                                "Only roles trusted to spend for others may set it.", &identity, "", PGC_USERSET, 0,
                                check_identity, assign_identity, nullptr);
