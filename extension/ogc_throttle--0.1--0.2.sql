@@ -146,3 +146,44 @@ REVOKE ALL ON FUNCTION throttle_density_shared_all(), throttle_density_shared_st
 REVOKE ALL ON throttle_density_shared FROM PUBLIC;
 GRANT SELECT ON throttle_density_shared TO pg_monitor;
 GRANT EXECUTE ON FUNCTION throttle_density_shared_all(), throttle_density_shared_stats() TO pg_monitor;
+
+------------------------------------------------------------------------------
+-- roles' settings as their sessions start, and upkeep no budget pays for.
+------------------------------------------------------------------------------
+CREATE FUNCTION throttle_role_settings(role regrole, OUT mode text, OUT true_up boolean, OUT capacity float8,
+        OUT rate float8, OUT cutoff_grace_ms int, OUT identity text, OUT charged boolean)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'throttle_role_settings' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION throttle_role_settings(regrole) IS
+    'How the role''s sessions are metered in this database as they start (ALTER ROLE ... IN DATABASE over ALTER ROLE over ALTER DATABASE over ALTER ROLE ALL over the server''s): what autovacuum''s charge to a table''s owner reads. identity NULL: the role''s name; charged: mode reject or delay with true_up on.';
+-- Autovacuum's upkeep of a table, and its index functions' work, are charged to the table's owner. A table
+-- whose owner's settings charge nothing, and that a metered role may alter (set its autovacuum thresholds)
+-- as a member of the owner, has upkeep its members can cause for free: since 2026-12-05 a metered session
+-- may not give a table to such an owner, and this lists the tables given before.
+CREATE VIEW throttle_unpaid_upkeep AS
+WITH owners AS (
+    SELECT DISTINCT c.relowner
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+), unpaid AS (
+    SELECT o.relowner, array_agg(m.oid::regrole ORDER BY m.rolname) AS metered_members
+      FROM owners o
+      JOIN pg_roles m ON m.oid <> o.relowner AND m.rolcanlogin AND NOT m.rolsuper
+                     AND pg_has_role(m.oid, o.relowner, 'MEMBER')
+     WHERE NOT (throttle_role_settings(o.relowner::regrole)).charged
+       AND (throttle_role_settings(m.oid::regrole)).charged
+     GROUP BY o.relowner
+)
+SELECT c.oid::regclass AS relation, c.relowner::regrole AS owner, u.metered_members
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN unpaid u ON u.relowner = c.relowner
+ WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
+   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%';
+COMMENT ON VIEW throttle_unpaid_upkeep IS
+    'Tables and materialized views whose owner''s settings charge nothing while metered login roles are members of the owner (and may set the table''s autovacuum thresholds): their upkeep is on no budget. Fix: ALTER ROLE owner SET ogc_throttle.mode = ''reject'' (and a budget), or give the table to a role that is not such a group.';
+REVOKE ALL ON FUNCTION throttle_role_settings(regrole) FROM PUBLIC;
+REVOKE ALL ON throttle_unpaid_upkeep FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION throttle_role_settings(regrole) TO pg_monitor;
+GRANT SELECT ON throttle_unpaid_upkeep TO pg_monitor;

@@ -15,102 +15,21 @@
 #include "ext/catalog.hpp"
 #include "ext/execution.hpp"
 #include "ext/hook.hpp"
+#include "ext/role_settings.hpp"
 #include "ext/settlement.hpp"
 #include "ext/settings.hpp"
 
 #include <cstring>
 
 extern "C" {
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
-#include "catalog/pg_db_role_setting.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/rel.h"
 }
 
 namespace ot::ext {
 namespace {
-
-// The settings a session of the role would start with, as far as metering
-// reads them; what neither the role nor the database sets is the server's.
-struct RoleSettings {
-    Mode mode;
-    core::Budget budget;
-    bool true_up;
-    int cutoff_grace_ms;
-    char identity[NAMEDATALEN * 2];  // empty: the role's name
-};
-
-void apply(RoleSettings* s, const char* name, const char* value) {
-    if (pg_strncasecmp(name, "ogc_throttle.", 13) != 0) return;
-    const char* n = name + 13;
-    double d;
-    bool b;
-    int i;
-    Mode m;
-    // A value the role's session would refuse too: the server's stays (its sessions fail at SET time).
-    if (pg_strcasecmp(n, "mode") == 0 && mode_named(value, &m))
-        s->mode = m;
-    else if (pg_strcasecmp(n, "capacity") == 0 && parse_real(value, &d, 0, nullptr))
-        s->budget.capacity = d;
-    else if (pg_strcasecmp(n, "rate") == 0 && parse_real(value, &d, 0, nullptr))
-        s->budget.rate = d;
-    else if (pg_strcasecmp(n, "true_up") == 0 && parse_bool(value, &b))
-        s->true_up = b;
-    else if (pg_strcasecmp(n, "cutoff_grace") == 0 && parse_int(value, &i, GUC_UNIT_MS, nullptr) && i >= -1 &&
-             i <= 3600 * 1000)
-        s->cutoff_grace_ms = i;
-    else if (pg_strcasecmp(n, "identity") == 0)
-        strlcpy(s->identity, value, sizeof s->identity);
-}
-
-// One row of pg_db_role_setting (database 0: every database).
-void apply_row(Relation rel, Oid db, Oid role, RoleSettings* s) {
-    ScanKeyData keys[2];
-    ScanKeyInit(&keys[0], Anum_pg_db_role_setting_setdatabase, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(db));
-    ScanKeyInit(&keys[1], Anum_pg_db_role_setting_setrole, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(role));
-    SysScanDesc scan = systable_beginscan(rel, DbRoleSettingDatidRolidIndexId, true, nullptr, 2, keys);
-    HeapTuple tup;
-    while (HeapTupleIsValid(tup = systable_getnext(scan))) {
-        bool isnull;
-        const Datum d = heap_getattr(tup, Anum_pg_db_role_setting_setconfig, RelationGetDescr(rel), &isnull);
-        if (isnull) continue;
-        Datum* elems;
-        int n;
-        deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT, &elems, nullptr, &n);
-        for (int i = 0; i < n; i++) {
-            char* name;
-            char* value;
-            ParseLongOption(TextDatumGetCString(elems[i]), &name, &value);
-            if (value != nullptr) apply(s, name, value);
-        }
-    }
-    systable_endscan(scan);
-}
-
-// As a session of the role in this database would read them: ALTER ROLE … IN DATABASE over
-// ALTER ROLE over ALTER DATABASE over ALTER ROLE ALL over the server's. The server's are the
-// postmaster's, not this worker's own: PostgreSQL gave the worker the settings of the role it
-// runs as, the bootstrap superuser, whose own mode = off would otherwise exempt every role
-// that only the configuration file throttles.
-RoleSettings role_settings(Oid role) {
-    const ServerSettings& server = server_settings();
-    RoleSettings s{server.mode, server.budget, server.true_up, server.cutoff_grace_ms, {}};
-    Relation rel = table_open(DbRoleSettingRelationId, AccessShareLock);
-    apply_row(rel, InvalidOid, InvalidOid, &s);
-    apply_row(rel, MyDatabaseId, InvalidOid, &s);
-    apply_row(rel, InvalidOid, role, &s);
-    apply_row(rel, MyDatabaseId, role, &s);
-    table_close(rel, AccessShareLock);
-    return s;
-}
 
 bool metering_on = false;  // this transaction's maintenance is metered
 IdentityKey meter_id;
@@ -159,7 +78,7 @@ void admission_context(void*) {
 
 bool owner_payer(Oid owner, OwnerPayer* out) {
     const RoleSettings s = role_settings(owner);
-    if (s.mode == Mode::Off || s.mode == Mode::Log || !s.true_up) return false;
+    if (!settings_charge(s)) return false;
     out->role = GetUserNameFromId(owner, false);
     // Another identity only where the owner may choose who pays (as its sessions' check of the
     // setting decides; ALTER ROLE … SET does not check it for the role's own sessions).

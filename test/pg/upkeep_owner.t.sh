@@ -7,7 +7,8 @@
 # SECURITY DEFINER function of the group's that creates the table. Each is refused now (42501, the role to fix
 # in the HINT), and loses nothing. Controls: a group that is metered, a temporary table, an EXPLAIN without
 # ANALYZE, a view, a session that is not metered, and an administrator's SECURITY DEFINER function owned by a
-# role the member does not belong to all go on.
+# role the member does not belong to all go on. What an operator sees: throttle_role_settings(role), and
+# throttle_unpaid_upkeep listing a table given to the group before (here by a member that is not metered).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -74,9 +75,25 @@ check "a view (no upkeep) given to the group" test "$(q "SELECT relowner::regrol
 refused "ALTER TABLE naming a view" -c "CREATE VIEW v2 AS SELECT 1 AS a" -c "ALTER TABLE v2 OWNER TO grp"
 as_role freebie -c "CREATE TABLE f (a int)" -c "ALTER TABLE f OWNER TO grp" >/dev/null 2>"$DIR/err"
 check "a session that is not metered gives its table to the group" test "$(owner f)" = grp
+
+# 3. What an operator sees: each role's settings as its sessions start, and the tables whose upkeep no budget pays.
+check_eq "throttle_role_settings: the member is metered (ALTER ROLE ALL)" "reject|t|1000000|0.01|t" \
+  "$(q "SELECT mode, true_up, capacity, rate, charged FROM throttle_role_settings('member')")"
+check_eq "... the group is not (its own ALTER ROLE)" "off|f" "$(q "SELECT mode, charged FROM throttle_role_settings('grp')")"
+q "ALTER ROLE paying IN DATABASE postgres SET ogc_throttle.mode = 'log'" >/dev/null
+check_eq "... a role's setting in this database over its own" "log|f" \
+  "$(q "SELECT mode, charged FROM throttle_role_settings('paying')")"
+q "ALTER ROLE paying IN DATABASE postgres RESET ogc_throttle.mode" >/dev/null
+check_eq "throttle_unpaid_upkeep: the table an unmetered member gave the group, with its metered member" "f|grp|{member}" \
+  "$(q "SELECT relation, owner, metered_members FROM throttle_unpaid_upkeep ORDER BY 1::text")"
+q "CREATE ROLE watcher LOGIN IN ROLE pg_monitor" >/dev/null
+check_eq "... which pg_monitor reads" "1" "$(as_role watcher -At -c "SELECT count(*) FROM throttle_unpaid_upkeep" 2>&1)"
+as_role member -c "SELECT * FROM throttle_unpaid_upkeep" >/dev/null 2>"$DIR/err"
+check "... and a metered role does not" grep -q "permission denied" "$DIR/err"
 q "ALTER ROLE grp SET ogc_throttle.mode = 'reject'" >/dev/null
 as_role member -c "ALTER TABLE mine OWNER TO grp" >/dev/null 2>"$DIR/err"
 check "once the group has a mode of its own (the HINT's advice), the member may give it the table" \
   test "$(owner mine)" = grp
+check_eq "... and no table's upkeep is unpaid" "0" "$(q "SELECT count(*) FROM throttle_unpaid_upkeep")"
 
 tap_exit
