@@ -364,11 +364,13 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
         cb->arg = nullptr;
         MemoryContextRegisterResetCallback(TopTransactionContext, cb);
         delivering = true;
+        delivery_begin();
         delivery_cpu = cpu_ms();
     }
     const int r = socket_methods->putmessage('A', s, len);
     const double now = cpu_ms();
-    const double ms = now - delivery_cpu;
+    // (what the sender is not charged stays the listener's: notify_metering.cpp)
+    const double ms = delivery_senders_part(now - delivery_cpu, len);
     delivery_cpu = now;
     if (!delivery_charge(sender_pid(s, len), ms)) return r;  // no sender found: the listener's own time
     waited_total += ms;

@@ -73,6 +73,10 @@ bool leader_payer(Payer& out);
 // transaction ends. false: no such sender is found, and the time is the listener's own.
 bool delivery_charge(int32 sender, double ms);
 void delivery_flush();
+// A delivering transaction's first notification is about to go out: the listener's channels are counted.
+void delivery_begin();
+// Of ms of a listener's CPU up to a notification of len bytes it delivers, the sender's part.
+double delivery_senders_part(double ms, size_t len);
 // A session that ran LISTEN reads every entry its database queues; what it does not deliver (entries
 // on other channels) names no sender, so it pays for that reading itself (message_metering.cpp):
 // from its last answer to its ReadyForQuery, and from there to the end of each transaction it runs

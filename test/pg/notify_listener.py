@@ -6,7 +6,8 @@ queue's worker).
     notify_listener.py CONNINFO CHANNEL WANT SECONDS HOLD [SPELLING]
 
 SPELLING is how it listens: "plain" (a LISTEN statement, the default), "do"
-(LISTEN run inside a DO block) or "function" (inside an SQL function). Prints
+(LISTEN run inside a DO block), "function" (inside an SQL function) or
+"manyK" (LISTEN on K other channels first, then on CHANNEL, last). Prints
 its backend's PID as soon as it listens, then "got N" once WANT notifications
 have arrived or SECONDS have passed, and keeps its session HOLD seconds more;
 exit status 2 when the connection or its LISTEN fails. Uses libpq5 through
@@ -36,6 +37,9 @@ def main():
     elif spelling == "function":
         listen = ("CREATE FUNCTION pg_temp.listen_here() RETURNS void LANGUAGE sql AS $$ " + listen +
                   " $$; SELECT pg_temp.listen_here()")
+    elif spelling.startswith("many"):
+        decoys = "DO $$ BEGIN FOR i IN 1..%d LOOP EXECUTE format('LISTEN decoy%%s', i); END LOOP; END $$; "
+        listen = decoys % int(spelling[4:]) + listen
     elif spelling != "plain":
         sys.exit("notify_listener.py: unknown spelling " + spelling)
     res = pq.PQexec(conn, listen.encode())

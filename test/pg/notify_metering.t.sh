@@ -6,13 +6,14 @@
 # on a channel someone listens to would be charged to the victim). What a listener reads and does not
 # deliver (another channel's flood, or a delivery whose sender is gone) names no sender: the listener pays
 # for that. And a Sync's commit, where a transaction that only notified writes the notification queue,
-# was free under the extended protocol.
+# was free under the extended protocol. A listener cannot put its own choices on a victim sender: reading
+# its role's flood between two of the victim's notifications, or checking each entry against 20 000 channels.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended &&
+  metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended alerter hoarder decoy &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
@@ -26,7 +27,7 @@ flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9
 flood_do() {  # flood_do N: the same notifications as NOTIFY statements, run one by one from a DO block
   echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY jobs, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
 }
-for r in flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended; do
+for r in flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended alerter hoarder decoy; do
   as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
 done
 
@@ -145,6 +146,52 @@ lcpu=$(( (lc1 - lc0) / 1000000 ))
 echo "# the late listener got $(grep -c '^Asynchronous' "$DIR/late.out") notifications, used $lcpu ms of CPU for them and was charged $l ms"
 check "a delivery whose sender is gone is paid by the listener (charged / CPU $(ratio "$l" "$lcpu") >= 0.8)" \
   fcmp "$(ratio "$l" "$lcpu")" ">=" 0.8
+
+# 2e. What a listener may not put on a victim's notifications: channels are no one's, anyone may listen on the
+#     victim's. A listener of it keeps a transaction open (notifications wait for its end) while its role floods
+#     another channel between two of the victim's notifications: it reads the whole flood before the victim's
+#     second one. Before, that reading (one listener: 45 ms) was charged to the victim's second NOTIFY.
+oncpu() { awk '{ print int($1 / 1000000) }' "/proc/$1/schedstat"; }
+( echo "LISTEN alerts;"; echo "SELECT pg_backend_pid();"; echo "BEGIN;"; echo "SELECT 1;"; echo "\\! sleep 4"
+  echo "COMMIT;"; echo "\\! sleep 3" ) |
+  as_pg psql -X -At -h "$DIR" -p "$PORT" -U hoarder -d postgres > "$DIR/hoard.out" 2>/dev/null &
+for i in $(seq 1 50); do grep -qE '^[0-9]+$' "$DIR/hoard.out" 2>/dev/null && break; sleep 0.1; done
+hp=$(grep -E '^[0-9]+$' "$DIR/hoard.out" | head -1)
+a0=$(tokens alerter); hc0=$(oncpu "$hp")
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U alerter -d postgres -c "NOTIFY alerts, 'first'" >/dev/null
+flood $N noise | as_pg psql -X -q -h "$DIR" -p "$PORT" -U hoarder -d postgres >/dev/null 2>"$DIR/p.err"
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U alerter -d postgres -c "NOTIFY alerts, 'second'" >/dev/null
+for i in $(seq 1 100); do [ "$(grep -c '^Asynchronous' "$DIR/hoard.out")" -ge 2 ] && break; sleep 0.1; done
+sleep 0.5
+hc1=$(oncpu "$hp")
+wait
+a=$(diff_ms "$a0" "$(settled_tokens alerter)")
+echo "# the holding listener got $(grep -c '^Asynchronous' "$DIR/hoard.out") of the victim's notifications and used $((hc1 - hc0)) ms of CPU; the victim was charged $a ms"
+check "... (the listener read the flood between them: $((hc1 - hc0)) ms of CPU >= 20)" test $((hc1 - hc0)) -ge 20
+check "a victim's notifications are not charged a listener's reading of the flood between them ($a ms < 10)" fcmp "$a" "<" 10
+
+# 2f. A listener of the victim's channel and 20 000 others checks each entry against all of them: 3 000
+#     one-byte notifications cost it 150 ms instead of 7. Before, the victim paid for that.
+channels_listener() {  # channels_listener SPELLING: the victim's 3 000 notifications to decoy's one listener
+  as_pg python3 "$LISTENER" "host=$DIR port=$PORT user=decoy dbname=postgres" alerts2 $N 120 1 "$1" > "$DIR/d.out" 2>&1 &
+  for i in $(seq 1 300); do [ -s "$DIR/d.out" ] && break; sleep 0.1; done
+  local dp v0 d0 c0 c1
+  dp=$(head -1 "$DIR/d.out")
+  v0=$(tokens alerter); d0=$(tokens decoy); c0=$(oncpu "$dp")
+  as_pg psql -X -q -h "$DIR" -p "$PORT" -U alerter -d postgres \
+    -c "SELECT count(pg_notify('alerts2', 'p' || g)) FROM generate_series(1, $N) g" >/dev/null
+  for i in $(seq 1 300); do grep -q "^got" "$DIR/d.out" && break; sleep 0.1; done
+  c1=$(oncpu "$dp")
+  wait
+  echo "$(diff_ms "$v0" "$(settled_tokens alerter)") $(diff_ms "$d0" "$(settled_tokens decoy)") $((c1 - c0))"
+}
+read -r v1 d1 c1 <<<"$(channels_listener plain)"
+read -r v2 d2 c2 <<<"$(channels_listener many20000)"
+echo "# the victim's $N notifications: to a listener of one channel charged $v1 ms (listener's CPU $c1 ms); of 20 001, $v2 ms (listener's CPU $c2 ms, its role charged $d2 ms)"
+check "... (20 000 more channels made the delivery dearer: $c2 ms of CPU >= 5 × $c1)" test "$c2" -ge $((5 * c1))
+check "a listener's many channels are not charged to the victim ($v2 <= 1.5 × $v1 + 3)" \
+  fcmp "$v2" "<=" "$(awk -v a="$v1" 'BEGIN { print 1.5 * a + 3 }')"
+check "... but to the listener's role (charged / CPU $(ratio "$d2" "$c2") >= 0.8)" fcmp "$(ratio "$d2" "$c2")" ">=" 0.8
 
 # 3. A flooder with a small bucket: what the delivery costs is debt, and the next statement is refused.
 listen victim 1500
