@@ -6,9 +6,10 @@
 // VACUUM, its ANALYZE, its TOAST table's, a BRIN summarization) is charged to the table's owner, as
 // the owner's sessions are charged (maintenance_metering.cpp reads their settings): its wall time
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
-// in it (charged on its own), and the writeback of the buffers it left dirty; a transaction aborted (a vacuum cancelled by a conflicting lock request)
-// is charged at the worker's next commit. Charged, never refused or cut off: a table left unvacuumed
-// bloats and ages toward wraparound, for everyone. The debt refuses the owner's own statements.
+// in it (charged on its own), and the writeback of the buffers it left dirty (writeback.hpp); a
+// transaction aborted (a vacuum cancelled by a conflicting lock request) is charged at the worker's
+// next commit. Charged, never refused or cut off: a table left unvacuumed bloats and ages toward
+// wraparound, for everyone. The debt refuses the owner's own statements.
 // ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
 #include "ext/settings.hpp"
