@@ -8,10 +8,11 @@
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
 // in it (charged on its own), and the writeback of the buffers it left dirty (writeback.hpp); a
 // transaction aborted (a vacuum cancelled by a conflicting lock request) is charged at the worker's
-// next commit. Charged, never refused or cut off: a table left unvacuumed bloats and ages toward
+// next commit, to the session that waited for the lock if the table is gone by then. Charged, never refused or cut off: a table left unvacuumed bloats and ages toward
 // wraparound, for everyone. The debt refuses the owner's own statements.
 // ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
+#include "ext/metering.hpp"
 #include "ext/settings.hpp"
 #include "ext/settlement.hpp"
 #include "ext/writeback.hpp"
@@ -34,10 +35,12 @@ namespace {
 instr_time previous_end;  // the end of the worker's previous transaction
 WritebackMark writeback_at_end;  // and its shared buffers dirtied and written then
 
-// A relation of this database whose maintenance lock this backend holds (InvalidOid: none).
-Oid maintained_relation() {
+// A relation of this database whose maintenance lock this backend holds (InvalidOid: none), and the
+// PID of the first backend waiting for a lock on it (0: none), if asked.
+Oid maintained_relation(int32* waiter = nullptr) {
     const LOCKMASK want = LOCKBIT_ON(ShareUpdateExclusiveLock);
     Oid found = InvalidOid;
+    if (waiter != nullptr) *waiter = 0;
     for (int i = 0; i < NUM_LOCK_PARTITIONS && !OidIsValid(found); i++) {
         SHM_QUEUE* procLocks = &MyProc->myProcLocks[i];
         LWLock* partition = LockHashPartitionLockByIndex(i);
@@ -49,6 +52,9 @@ Oid maintained_relation() {
             if ((p->holdMask & want) != 0 && t.locktag_type == LOCKTAG_RELATION &&
                 t.locktag_lockmethodid == DEFAULT_LOCKMETHOD && t.locktag_field1 == MyDatabaseId) {
                 found = t.locktag_field2;
+                const PROC_QUEUE& queue = p->tag.myLock->waitProcs;
+                if (waiter != nullptr && queue.size > 0)
+                    *waiter = reinterpret_cast<const PGPROC*>(queue.links.next)->pid;
                 break;
             }
         }
@@ -77,7 +83,7 @@ double span_ms() {
 
 void charge(Oid rel, double ms) {
     const Oid owner = owner_of(rel);
-    if (!OidIsValid(owner) || !shared_memory_ready()) return;  // (a table dropped since: no one to ask)
+    if (!OidIsValid(owner) || !shared_memory_ready()) return;  // (a table dropped since: see charge_aborted)
     // The identity the owner may choose, decided as the owner (the worker runs as a superuser).
     Oid user;
     int context;
@@ -100,6 +106,8 @@ void charge(Oid rel, double ms) {
 struct Aborted {
     Oid rel;
     double ms;
+    bool has_waiter;  // waiter: the payer of the first session waiting for a lock on rel at the abort
+    Payer waiter;
 };
 constexpr int kMaxAborted = 8;
 Aborted aborted[kMaxAborted];
@@ -115,7 +123,8 @@ void note_aborted() {
     // tries again at every nap, and the debt would grow by each try while the owner's own statements,
     // which could turn its autovacuum off, are refused.
     if (maintenance_refused()) return;
-    const Oid rel = maintained_relation();  // (its locks are released after the abort's callbacks)
+    int32 waiter;
+    const Oid rel = maintained_relation(&waiter);  // (its locks are released after the abort's callbacks)
     const double ms = span_ms();
     if (!maintained_here(rel) || !(ms > 0)) return;
     for (int i = 0; i < naborted; i++)
@@ -123,14 +132,28 @@ void note_aborted() {
             aborted[i].ms += ms;
             return;
         }
-    if (naborted < kMaxAborted) aborted[naborted++] = Aborted{rel, ms};
+    if (naborted == kMaxAborted) return;
+    Aborted& a = aborted[naborted++];
+    a = Aborted{rel, ms, false, {}};
+    // (payer slots are read without a lock, and the catalog is not needed: safe in an aborted transaction)
+    a.has_waiter = waiter != 0 && find_payer(waiter, a.waiter);
+}
+
+// A table dropped before the charge (its owner's DROP TABLE, waiting for the vacuum's lock, cancelled it):
+// no owner is left to ask, and whoever waited for the lock, which the cancel was for, pays.
+void charge_aborted(const Aborted& a) {
+    if (OidIsValid(owner_of(a.rel))) return charge(a.rel, a.ms);
+    if (!a.has_waiter || !a.waiter.metered || !shared_memory_ready()) return;
+    count_measured(a.ms);
+    settle(a.waiter.key, a.waiter.budget, a.waiter.charges ? a.ms : 0, a.waiter.charges ? a.ms : 0, a.ms);
+    flush_settlements();
 }
 
 // At the pre-commit, where the catalog can still be read.
 void charge_owners() {
     const int n = naborted;
     naborted = 0;  // (before the charges: an error in one must not charge the others twice)
-    for (int i = 0; i < n; i++) charge(aborted[i].rel, aborted[i].ms);
+    for (int i = 0; i < n; i++) charge_aborted(aborted[i]);
     const Oid rel = maintained_relation();
     if (!maintained_here(rel)) return;
     const double ms = span_ms();

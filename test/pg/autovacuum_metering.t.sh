@@ -6,17 +6,17 @@
 # table's owner, never refused (a table left unvacuumed harms everyone): the debt refuses the owner's
 # own statements. Controls: an owner whose mode is off is not charged, and its table is vacuumed too; the
 # system catalogs' upkeep (everyone's DDL) is not charged to the bootstrap superuser; a vacuum its owner
-# cancels with a conflicting lock request is charged as well; with
-# ogc_throttle.charge_autovacuum off (server-wide) nothing is charged.
+# cancels with a conflicting lock request is charged as well (to the session that dropped the table, when a
+# DROP TABLE cancelled it); with ogc_throttle.charge_autovacuum off (server-wide) nothing is charged.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
 cluster_up 55509 "shared_preload_libraries = 'ogc_throttle'" "autovacuum_naptime = 1" \
   "log_autovacuum_min_duration = 0" "log_min_messages = log" "deadlock_timeout = 200ms"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles churner small canceller &&
+  metered_roles churner small canceller bystander &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 300; CREATE ROLE free LOGIN; ALTER ROLE free SET ogc_throttle.mode = 'off';
-     GRANT CREATE ON SCHEMA public TO churner, small, free, canceller" >/dev/null || { not_ok "setup"; tap_exit; }
+     GRANT CREATE ON SCHEMA public TO churner, small, free, canceller, bystander" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
 as_role() { local r=$1; shift; as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$r" -d postgres "$@"; }
@@ -103,9 +103,10 @@ echo "# $cv autovacuums of pg_class, pg_attribute and pg_type; the metered boots
 check "autovacuum of the system catalogs is not charged to their owner ($cv vacuums, $pc ms charged)" \
   eval '[ "$cv" -ge 3 ] && fcmp "$pc" "<" 30'
 
-# cancel_seen vacuum|analyze TABLE: once autovacuum's work on canceller's TABLE shows in its progress view, let
-# it run 2.5 s, then cancel it by the owner's ALTER TABLE (a conflicting lock request, which also turns the
-# table's autovacuum off); sets cc (ms charged to the owner meanwhile), ran (ms from seen to cancelled), cr.
+# cancel_seen vacuum|analyze TABLE [SQL]: once autovacuum's work on canceller's TABLE shows in its progress view,
+# let it run 2.5 s, then cancel it by the owner's SQL (a conflicting lock request; by default an ALTER TABLE that
+# also turns the table's autovacuum off); sets cc (ms charged to the owner meanwhile), ran (ms from seen to
+# cancelled), cr.
 cancel_seen() {
   local t0 seen ended i
   t0=$(settled_tokens canceller)
@@ -115,7 +116,7 @@ cancel_seen() {
   done
   seen=$(date +%s.%N)
   sleep 2.5
-  as_role canceller -c "ALTER TABLE $2 SET (autovacuum_enabled = off)" >/dev/null 2>"$DIR/p.err"
+  as_role canceller -c "${3:-ALTER TABLE $2 SET (autovacuum_enabled = off)}" >/dev/null 2>"$DIR/p.err"
   ended=$(date +%s.%N)
   sleep 2
   cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
@@ -140,6 +141,43 @@ check "the owner's conflicting lock request cancelled the vacuum ($(vacuums c) f
 check "a vacuum cancelled by its table's owner is charged to the owner (charged $cc ms / ran $ran ms: $cr >= 0.8)" \
   fcmp "$cr" ">=" 0.8
 check "... and not twice ($cr <= 1.5: the owner's wait for the lock is in it)" fcmp "$cr" "<=" 1.5
+
+# 5a. ... and by a DROP TABLE, while the same worker has another role's slow table to vacuum next: that
+#     table's commit, where the cancelled vacuum is charged, finds no owner left. The session whose lock
+#     request cancelled the vacuum (its payer, read from shared memory at the abort) pays. (One worker, so
+#     that the next table is the same worker's; the cluster is restarted for it.)
+pg_conf_set "$DIR" "autovacuum_max_workers = 1"
+pg_stop "$DIR" && pg_start "$DIR" "$PORT" || { not_ok "restart with one worker"; tap_exit; }
+slow_table() {  # slow_table ROLE TABLE ROWS: a table whose vacuum its own cost delay slows, dead rows in it
+  as_role "$1" -c "CREATE TABLE $2 (id int PRIMARY KEY, a int, pad text) WITH (autovacuum_enabled = off,
+      autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1, autovacuum_analyze_scale_factor = 0,
+      autovacuum_analyze_threshold = 1, autovacuum_vacuum_cost_delay = 10, autovacuum_vacuum_cost_limit = 20);
+    CREATE INDEX ON $2 (a); INSERT INTO $2 SELECT g, g, repeat('x', 100) FROM generate_series(1, $3) g" \
+    -c "VACUUM ANALYZE $2" -c "UPDATE $2 SET a = a + 1"
+}
+slow_table canceller d 200000 >/dev/null 2>"$DIR/p.err" || { not_ok "canceller's table d"; cat "$DIR/p.err"; }
+slow_table bystander d2 40000 >/dev/null 2>"$DIR/p.err" || { not_ok "bystander's table d2"; cat "$DIR/p.err"; }
+as_role canceller -c "ALTER TABLE d SET (autovacuum_enabled = on)" >/dev/null &&
+  as_role bystander -c "ALTER TABLE d2 SET (autovacuum_enabled = on)" >/dev/null
+t0=$(settled_tokens canceller)
+for i in $(seq 1 100); do
+  [ "$(q "SELECT count(*) FROM pg_stat_progress_vacuum WHERE relid = 'd'::regclass")" = 1 ] && break
+  sleep 0.1
+done
+seen=$(date +%s.%N)
+sleep 2.5
+as_role canceller -c "DROP TABLE d" >/dev/null 2>"$DIR/p.err"
+ended=$(date +%s.%N)
+for i in $(seq 1 200); do [ "$(vacuums d2)" -ge 1 ] && break; sleep 0.1; done
+sleep 1
+cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
+ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
+echo "# the vacuum of canceller's table d was seen running for $ran ms before its DROP TABLE ended; charged $cc ms; bystander's d2 vacuumed $(vacuums d2) time(s) after it"
+check "... (the table is gone, and the worker vacuumed d2)" \
+  eval '[ "$(q "SELECT count(*) FROM pg_class WHERE relname = '"'d'"'")" = 0 ] && [ "$(vacuums d2)" -ge 1 ]'
+check "a vacuum cancelled by its table's DROP is charged to the session that dropped it ($cc ms / $ran ms: $cr >= 0.8)" \
+  fcmp "$cr" ">=" 0.8
 
 # 5b. An analyze cancelled while it computes an expression index's statistics: the owner's function runs
 #     on its own meter (maintenance_metering.cpp), which settles at the abort before this charge is taken.
