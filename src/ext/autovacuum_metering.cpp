@@ -8,8 +8,9 @@
 // from the end of the worker's previous transaction, less a metered pass of the owner's functions
 // in it (charged on its own), and the writeback of the buffers it left dirty (writeback.hpp); a
 // transaction aborted (a vacuum cancelled by a conflicting lock request) is charged at the worker's
-// next commit, to the session that waited for the lock if the table is gone by then. Charged, never refused or cut off: a table left unvacuumed bloats and ages toward
-// wraparound, for everyone. The debt refuses the owner's own statements.
+// next commit, to the session that waited for the lock if the table is gone by then. Charged, never
+// refused or cut off: a table left unvacuumed bloats and ages toward wraparound, for everyone. The
+// debt refuses the owner's own statements.
 // ogc_throttle.charge_autovacuum (server-wide) turns it off.
 #include "ext/execution.hpp"
 #include "ext/metering.hpp"
@@ -81,8 +82,7 @@ double span_ms() {
     return INSTR_TIME_GET_MILLISEC(until) + writeback_ms(writeback_at_end);
 }
 
-void charge(Oid rel, double ms) {
-    const Oid owner = owner_of(rel);
+void charge_owner(Oid owner, double ms) {
     if (!OidIsValid(owner) || !shared_memory_ready()) return;  // (a table dropped since: see charge_aborted)
     // The identity the owner may choose, decided as the owner (the worker runs as a superuser).
     Oid user;
@@ -142,7 +142,8 @@ void note_aborted() {
 // A table dropped before the charge (its owner's DROP TABLE, waiting for the vacuum's lock, cancelled it):
 // no owner is left to ask, and whoever waited for the lock, which the cancel was for, pays.
 void charge_aborted(const Aborted& a) {
-    if (OidIsValid(owner_of(a.rel))) return charge(a.rel, a.ms);
+    const Oid owner = owner_of(a.rel);
+    if (OidIsValid(owner)) return charge_owner(owner, a.ms);
     if (!a.has_waiter || !a.waiter.metered || !shared_memory_ready()) return;
     count_measured(a.ms);
     settle(a.waiter.key, a.waiter.budget, a.waiter.charges ? a.ms : 0, a.waiter.charges ? a.ms : 0, a.ms);
@@ -157,7 +158,7 @@ void charge_owners() {
     const Oid rel = maintained_relation();
     if (!maintained_here(rel)) return;
     const double ms = span_ms();
-    if (ms > 0) charge(rel, ms);
+    if (ms > 0) charge_owner(owner_of(rel), ms);
 }
 
 void on_xact(XactEvent event, void*) {
