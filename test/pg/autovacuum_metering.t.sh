@@ -103,9 +103,10 @@ echo "# $cv autovacuums of pg_class, pg_attribute and pg_type; the metered boots
 check "autovacuum of the system catalogs is not charged to their owner ($cv vacuums, $pc ms charged)" \
   eval '[ "$cv" -ge 3 ] && fcmp "$pc" "<" 30'
 
-# cancel_seen vacuum|analyze TABLE [SQL]: once autovacuum's work on canceller's TABLE shows in its progress view,
-# let it run 2.5 s, then cancel it by the owner's SQL (a conflicting lock request; by default an ALTER TABLE that
-# also turns the table's autovacuum off); sets cc (ms charged to the owner meanwhile), ran (ms from seen to
+# cancel_seen vacuum|analyze TABLE [SQL [SETTLED]]: once autovacuum's work on canceller's TABLE shows in its
+# progress view, let it run 2.5 s, then cancel it by the owner's SQL (a conflicting lock request; by default an
+# ALTER TABLE that also turns the table's autovacuum off), and run SETTLED (a command that returns once the
+# charge is in; by default a 2 s sleep); sets cc (ms charged to the owner meanwhile), ran (ms from seen to
 # cancelled), cr.
 cancel_seen() {
   local t0 seen ended i
@@ -118,7 +119,7 @@ cancel_seen() {
   sleep 2.5
   as_role canceller -c "${3:-ALTER TABLE $2 SET (autovacuum_enabled = off)}" >/dev/null 2>"$DIR/p.err"
   ended=$(date +%s.%N)
-  sleep 2
+  ${4:-sleep 2}
   cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
   ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
   cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
@@ -159,20 +160,12 @@ slow_table canceller d 200000 >/dev/null 2>"$DIR/p.err" || { not_ok "canceller's
 slow_table bystander d2 40000 >/dev/null 2>"$DIR/p.err" || { not_ok "bystander's table d2"; cat "$DIR/p.err"; }
 as_role canceller -c "ALTER TABLE d SET (autovacuum_enabled = on)" >/dev/null &&
   as_role bystander -c "ALTER TABLE d2 SET (autovacuum_enabled = on)" >/dev/null
-t0=$(settled_tokens canceller)
-for i in $(seq 1 100); do
-  [ "$(q "SELECT count(*) FROM pg_stat_progress_vacuum WHERE relid = 'd'::regclass")" = 1 ] && break
-  sleep 0.1
-done
-seen=$(date +%s.%N)
-sleep 2.5
-as_role canceller -c "DROP TABLE d" >/dev/null 2>"$DIR/p.err"
-ended=$(date +%s.%N)
-for i in $(seq 1 200); do [ "$(vacuums d2)" -ge 1 ] && break; sleep 0.1; done
-sleep 1
-cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
-ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
-cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
+d2_vacuumed() {  # the worker's next table done, with its commit, where d's cancelled vacuum is charged
+  local i
+  for i in $(seq 1 200); do [ "$(vacuums d2)" -ge 1 ] && break; sleep 0.1; done
+  sleep 1
+}
+cancel_seen vacuum d "DROP TABLE d" d2_vacuumed
 echo "# the vacuum of canceller's table d was seen running for $ran ms before its DROP TABLE ended; charged $cc ms; bystander's d2 vacuumed $(vacuums d2) time(s) after it"
 check "... (the table is gone, and the worker vacuumed d2)" \
   eval '[ "$(q "SELECT count(*) FROM pg_class WHERE relname = '"'d'"'")" = 0 ] && [ "$(vacuums d2)" -ge 1 ]'
