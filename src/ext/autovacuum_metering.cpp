@@ -16,6 +16,7 @@
 #include "ext/metering.hpp"
 #include "ext/settings.hpp"
 #include "ext/settlement.hpp"
+#include "ext/wal_readers.hpp"
 #include "ext/writeback.hpp"
 
 extern "C" {
@@ -35,6 +36,7 @@ namespace {
 
 instr_time previous_end;  // the end of the worker's previous transaction
 WritebackMark writeback_at_end;  // and its shared buffers dirtied and written then
+WalMark wal_at_end;              // and the WAL it had written
 
 // A relation of this database whose maintenance lock this backend holds (InvalidOid: none), and the
 // PID of the first backend waiting for a lock on it (0: none), if asked.
@@ -73,13 +75,14 @@ Oid owner_of(Oid relid) {
 }
 
 // Wall time from the end of the worker's previous transaction to now, or to the start of a metered
-// pass of the owner's functions in this one (charged on its own), and the writeback of the buffers
-// the transaction left dirty (most of a vacuum's it writes itself, through its ring).
+// pass of the owner's functions in this one (charged on its own), the writeback of the buffers
+// the transaction left dirty (most of a vacuum's it writes itself, through its ring), and what the
+// WAL's readers do with what it wrote.
 double span_ms() {
     instr_time until;
     if (!maintenance_pass_start(&until)) INSTR_TIME_SET_CURRENT(until);
     INSTR_TIME_SUBTRACT(until, previous_end);
-    return INSTR_TIME_GET_MILLISEC(until) + writeback_ms(writeback_at_end);
+    return INSTR_TIME_GET_MILLISEC(until) + writeback_ms(writeback_at_end) + wal_readers_ms(wal_at_end);
 }
 
 void charge_owner(Oid owner, double ms) {
@@ -170,6 +173,7 @@ void on_xact(XactEvent event, void*) {
         case XACT_EVENT_COMMIT:
             INSTR_TIME_SET_CURRENT(previous_end);
             writeback_mark(&writeback_at_end);
+            wal_mark(&wal_at_end);
             // (maintenance_metering.cpp registers its callback at a worker's first pass, after this one
             // at the worker's first commit, so its settlement at this event has run already)
             maintenance_pass_forget();
@@ -183,6 +187,7 @@ void on_xact(XactEvent event, void*) {
 void autovacuum_metering_start() {
     INSTR_TIME_SET_CURRENT(previous_end);
     writeback_mark(&writeback_at_end);
+    wal_mark(&wal_at_end);
     RegisterXactCallback(on_xact, nullptr);
 }
 

@@ -5,6 +5,7 @@
 #include "ext/settlement.hpp"
 #include "ext/statement_samples.hpp"
 #include "ext/sql_args.hpp"
+#include "ext/wal_readers.hpp"
 #include "ext/writeback.hpp"
 
 #include <cstring>
@@ -98,6 +99,7 @@ double pending_ms = 0;        // accounted for, not yet charged
 // backend's writes left to others are its payer's at its next answer, wherever they were done
 // (an executor pass, a parallel worker's share added at its end, a utility statement, a commit).
 WritebackMark writeback_at_answer;
+WalMark wal_at_answer;  // and the WAL it had written (wal_readers.hpp), charged the same way
 double planning_at_mark = 0;  // planning_ms_total at the mark
 
 // A client backend with the shared table (fixed for the backend's life once
@@ -306,6 +308,11 @@ inline void answered(char type) {
     if (unlikely(writeback_moved(writeback_at_answer))) {
         const double ms = writeback_ms(writeback_at_answer);
         writeback_mark(&writeback_at_answer);
+        add_pending(ms, type != 'Z');
+    }
+    if (unlikely(wal_moved(wal_at_answer))) {
+        const double ms = wal_readers_ms(wal_at_answer);
+        wal_mark(&wal_at_answer);
         add_pending(ms, type != 'Z');
     }
     const TimestampTz start = GetCurrentStatementStartTimestamp();
