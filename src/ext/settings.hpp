@@ -18,6 +18,7 @@ extern OT_LOCAL bool setting_charge_autovacuum;  // ogc_throttle.charge_autovacu
 extern OT_LOCAL double setting_dirty_block_cost;  // ogc_throttle.dirty_block_cost (writeback.hpp)
 extern OT_LOCAL double setting_wal_send_cost;     // ogc_throttle.wal_send_cost (wal_readers.hpp)
 extern OT_LOCAL double setting_wal_decode_cost;   // ogc_throttle.wal_decode_cost (wal_readers.hpp)
+extern OT_LOCAL double setting_wal_archive_cost;  // ogc_throttle.wal_archive_cost (wal_readers.hpp)
 extern OT_LOCAL int setting_max_samples;
 extern OT_LOCAL bool setting_calibration_samples;  // ogc_throttle.calibration_samples
 extern OT_LOCAL bool setting_lazy_pricing;         // ogc_throttle.lazy_pricing

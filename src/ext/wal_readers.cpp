@@ -18,8 +18,9 @@ namespace ot::ext {
 namespace {
 
 struct Readers {
-    int streams = 0;        // walsenders streaming WAL (physical and logical) and the archiver
+    int streams = 0;        // walsenders streaming WAL, physical and logical
     int decoders_here = 0;  // logical walsenders of this database
+    bool archiving = false;
 };
 
 Readers readers;
@@ -31,7 +32,7 @@ const Readers& current_readers() {
     const TimestampTz now = GetCurrentTimestamp();
     if (counted_at != 0 && !TimestampDifferenceExceeds(counted_at, now, 1000)) return readers;
     Readers r;
-    r.streams = XLogArchivingActive() ? 1 : 0;
+    r.archiving = XLogArchivingActive();
     for (int i = 0; WalSndCtl != nullptr && i < max_wal_senders; i++) {
         WalSnd* w = &WalSndCtl->walsnds[i];
         SpinLockAcquire(&w->mutex);
@@ -51,11 +52,12 @@ const Readers& current_readers() {
 }  // namespace
 
 double wal_readers_ms(const WalMark& m) {
-    if (setting_wal_send_cost == 0 && setting_wal_decode_cost == 0) return 0;
+    if (setting_wal_send_cost == 0 && setting_wal_decode_cost == 0 && setting_wal_archive_cost == 0) return 0;
     const Readers& r = current_readers();
     const double kb = static_cast<double>(pgWalUsage.wal_bytes - m.bytes) / 1024.0;
     const double records = static_cast<double>(pgWalUsage.wal_records - m.records);
-    return kb * setting_wal_send_cost * r.streams + records * setting_wal_decode_cost * r.decoders_here;
+    return kb * (setting_wal_send_cost * r.streams + (r.archiving ? setting_wal_archive_cost : 0)) +
+           records * setting_wal_decode_cost * r.decoders_here;
 }
 
 }  // namespace ot::ext

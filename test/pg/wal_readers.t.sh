@@ -3,8 +3,8 @@
 # subscriber, and a logical walsender decoding every record of its database. No session's meter sees their
 # time: an UPDATE of every row of a published table took 0.6 s in the role's backend and 2.4 s in the logical
 # walsender. Each kB a metered session writes is now charged ogc_throttle.wal_send_cost per walsender
-# streaming (and for the archiver), each record ogc_throttle.wal_decode_cost per logical walsender of its
-# database. A real physical standby (pg_basebackup) and a real logical subscriber (a second cluster) are
+# streaming and ogc_throttle.wal_archive_cost when archiving is on (here, a cp to /dev/null), each record
+# ogc_throttle.wal_decode_cost per logical walsender of its database. A real physical standby (pg_basebackup) and a real logical subscriber (a second cluster) are
 # started here. Tried as a client would: setting the costs itself; writing WAL cheaply
 # (pg_logical_emit_message, open to every role); writing in another database than the logical walsender's
 # (its records are skipped there, and not charged the decoding). Controls: with no reader, nothing is
@@ -16,6 +16,7 @@ STANDBY_PORT=55513
 SUB_PORT=55514
 cluster_up 55512 "shared_preload_libraries = 'ogc_throttle'" "shared_buffers = '128MB'" "max_wal_size = '4GB'" \
   "checkpoint_timeout = '1h'" "autovacuum_naptime = 1" "wal_level = logical" "ogc_throttle.dirty_block_cost = 0" \
+  "archive_mode = on" "archive_command = 'cp %p /dev/null'" \
   "max_parallel_workers_per_gather = 0"
 S=""; L=""
 stop_others() { for d in "$S" "$L"; do [ -n "$d" ] && { pg_stop "$d" immediate; rm -rf "$d"; }; done; cleanup; }
@@ -42,10 +43,11 @@ charged() {
   ms_of <"$DIR/out" >"$DIR/ms"
   awk -v a="$t0" -v b="$(settled_tokens writer)" 'BEGIN { printf "%.1f", a - b }'
 }
-# set_costs SEND DECODE: the server's costs, reloaded
+# set_costs SEND DECODE ARCHIVE: the server's costs, reloaded
 set_costs() {
   q "ALTER SYSTEM SET ogc_throttle.wal_send_cost = $1" >/dev/null &&
     q "ALTER SYSTEM SET ogc_throttle.wal_decode_cost = $2" >/dev/null &&
+    q "ALTER SYSTEM SET ogc_throttle.wal_archive_cost = $3" >/dev/null &&
     q "SELECT pg_reload_conf()" >/dev/null
   sleep 0.5
 }
@@ -61,13 +63,13 @@ at_most() { fcmp "$1" ">=" 0 && fcmp "$1" "<=" "$2"; }
 # (the readers are counted again at most once a second)
 recount() { sleep 1.2; }
 
-# 1. No reader: with the costs far above a walsender's (0.01 ms a kB, 0.05 ms a record), nothing is charged
-#    beyond the statement's own time.
-set_costs 0.01 0.05
+# 1. No walsender (archiving's cost 0): with the costs far above a walsender's (0.01 ms a kB, 0.05 ms a record),
+#    nothing is charged beyond the statement's own time.
+set_costs 0.01 0.05 0
 c=$(charged postgres -c "$update_t")
 own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
 echo "# no standby: the update wrote $kb kB in $records records, took $own ms, charged $c ms"
-check "with no walsender and no archiving, the WAL is not charged ($c <= its own time $own × 1.2 + 20)" \
+check "with no walsender (and archiving free), the WAL is not charged ($c <= its own time $own × 1.2 + 20)" \
   at_most "$c" "$(awk -v o="$own" 'BEGIN { print 1.2 * o + 20 }')"
 
 # 2. A physical standby streams every byte.
@@ -95,14 +97,28 @@ echo "# 300 messages of 100 kB: took $own ms, charged $c ms; their WAL × 0.01 m
 check "WAL written as logical messages is charged its sending too ($c >= 0.95 × $want)" \
   fcmp "$c" ">=" "$(awk -v w="$want" 'BEGIN { print 0.95 * w }')"
 
-# 4. Settings the client cannot touch.
+# 4. Archiving (archive_command copies every segment): at 0.01 ms a kB, the same update pays that much more.
+set_costs 0 0 0.01
+c=$(charged postgres -c "$update_t")
+own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
+want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.01 }')
+echo "# archiving at 0.01 ms a kB: the update wrote $kb kB, took $own ms, charged $c ms"
+check "with archiving on, an update is charged its WAL's archiving ($c >= $own × 0.8 + 0.95 × $want)" \
+  fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
+check "... once ($c <= $own × 1.2 + 1.1 × $want + 20)" \
+  at_most "$c" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 1.2 * o + 1.1 * w + 20 }')"
+set_costs 0.01 0.05 0
+
+# Settings the client cannot touch.
 as_role writer postgres -c "SET ogc_throttle.wal_send_cost = 0" >/dev/null 2>"$DIR/err"
 check "a role cannot set the cost per kB itself" grep -q 'cannot be changed now' "$DIR/err"
 as_role writer postgres -c "SET ogc_throttle.wal_decode_cost = 0" >/dev/null 2>"$DIR/err"
 check "... nor the cost per record" grep -q 'cannot be changed now' "$DIR/err"
+as_role writer postgres -c "SET ogc_throttle.wal_archive_cost = 0" >/dev/null 2>"$DIR/err"
+check "... nor archiving's" grep -q 'cannot be changed now' "$DIR/err"
 
 # 5. A logical subscriber of t: at the default costs, the role pays for what its walsender measurably spent.
-set_costs DEFAULT DEFAULT
+set_costs DEFAULT DEFAULT DEFAULT
 L=$(pg_tmpdir)
 pg_cluster_init "$L" && pg_start "$L" "$SUB_PORT" || { not_ok "subscriber"; tap_exit; }
 q "CREATE PUBLICATION p FOR TABLE t" >/dev/null
@@ -137,7 +153,7 @@ check "an update of a published table is charged at least 0.8 × (its own time +
   fcmp "$c" ">=" "$(awk -v s="$spent" -v o="$own" 'BEGIN { print 0.8 * (o + s) }')"
 
 # 6. Another database's logical walsender reads the bytes but skips the records: not charged their decoding.
-set_costs 0 0.05
+set_costs 0 0.05 0
 recount
 c=$(charged postgres -c "$update_t")
 own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
@@ -153,7 +169,7 @@ check "... and one in another database is not ($c <= its own time $own × 1.2 + 
 
 # 7. Autovacuum's WAL on the owner's table (pruning and freezing every page), streamed to the standby and the
 #    subscriber's walsender: the owner pays its sending.
-set_costs 0.01 0
+set_costs 0.01 0 0
 as_role owner postgres -c "CREATE TABLE o (id int, v int, pad text) WITH (fillfactor = 50, autovacuum_enabled = off);
   INSERT INTO o SELECT g, 0, repeat('z', 200) FROM generate_series(1, 40000) g;
   UPDATE o SET v = 1 WHERE id % 16 = 1" >/dev/null 2>"$DIR/err" || { not_ok "owner's table"; sed 's/^/# /' "$DIR/err"; }
