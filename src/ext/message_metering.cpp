@@ -222,8 +222,13 @@ void charge_pending() {
     settle(pending_id, pending_budget, charges ? ms : 0, charges ? ms : 0, ms, pending_serial);
 }
 
+inline void add_upkeep(bool may_look_up);
+
 void charge_at_exit(int, Datum) {
     if (!shared_memory_ready()) return;
+    // (a session ended within a statement, a FATAL or its own role's pg_terminate_backend, left its
+    // pages and WAL to others all the same)
+    add_upkeep(false);
     charge_pending();
     flush_settlements();  // the exit's own flush may have run already
 }
@@ -238,6 +243,15 @@ inline bool same_payer(core::Budget b) {
            GetSessionUserId() == pending_role;
 }
 
+// At a metered session's first answer (its connection's ReadyForQuery), whatever that answer adds:
+// a session that ends within its first statement leaves its pages and WAL to others too.
+__attribute__((noinline)) void register_exit_charge() {
+    if (exit_charge_registered) return;
+    before_shmem_exit(charge_at_exit, 0);
+    exit_charge_registered = true;
+    exit_metering_start();
+}
+
 // may_look_up: the identity's key may be looked up in the catalog if a
 // transaction is open (asked only when time has no owner yet).
 void add_pending_slow(double ms, bool may_look_up) {
@@ -246,6 +260,7 @@ void add_pending_slow(double ms, bool may_look_up) {
         charge_pending();  // to the identity it was done for
         pending_owned = false;
     }
+    register_exit_charge();
     if (!(ms > 0)) return;
     pending_ms += ms;
     if (!pending_owned) {
@@ -260,11 +275,6 @@ void add_pending_slow(double ms, bool may_look_up) {
         }
     }
     if (pending_ms >= kChargeMs) charge_pending();
-    if (!exit_charge_registered) {
-        before_shmem_exit(charge_at_exit, 0);
-        exit_charge_registered = true;
-        exit_metering_start();
-    }
 }
 
 // The usual case inline: time for the payer that owns what has gathered (the
@@ -276,6 +286,21 @@ inline void add_pending(double ms, bool may_look_up) {
         return;
     }
     add_pending_slow(ms, may_look_up);
+}
+
+// What the backend left to others since the last answer that charged it: the pages it dirtied
+// (writeback.hpp) and the WAL it wrote (wal_readers.hpp).
+inline void add_upkeep(bool may_look_up) {
+    if (unlikely(writeback_moved(writeback_at_answer))) {
+        const double ms = writeback_ms(writeback_at_answer);
+        writeback_mark(&writeback_at_answer);
+        add_pending(ms, may_look_up);
+    }
+    if (unlikely(wal_moved(wal_at_answer))) {
+        const double ms = wal_readers_ms(wal_at_answer);
+        wal_mark(&wal_at_answer);
+        add_pending(ms, may_look_up);
+    }
 }
 
 // The answer ends the message's work, or a statement's in a query string.
@@ -305,16 +330,8 @@ inline void answered(char type) {
     }
     end_conversion_stage();  // (its work is the message's, which this answer ends)
     if (!metered_backend() || !between_meters()) return;
-    if (unlikely(writeback_moved(writeback_at_answer))) {
-        const double ms = writeback_ms(writeback_at_answer);
-        writeback_mark(&writeback_at_answer);
-        add_pending(ms, type != 'Z');
-    }
-    if (unlikely(wal_moved(wal_at_answer))) {
-        const double ms = wal_readers_ms(wal_at_answer);
-        wal_mark(&wal_at_answer);
-        add_pending(ms, type != 'Z');
-    }
+    if (unlikely(!exit_charge_registered)) register_exit_charge();
+    add_upkeep(type != 'Z');
     const TimestampTz start = GetCurrentStatementStartTimestamp();
     const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read

@@ -529,6 +529,12 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
     if (event == XACT_EVENT_PREPARE) end_conversion_stage();
     if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
         top_level_aborted(InvalidSubTransactionId);
+        // A utility pass (DO, CALL, CREATE INDEX, ...) settles in its PG_CATCH, which a FATAL never
+        // reaches: a session terminated by its own role within such a statement paid nothing for it.
+        if (unlikely(proc_exit_inprogress) && running != nullptr) {
+            pass_failed(running);
+            flush_settlements();
+        }
         start_subid = InvalidSubTransactionId;
         pricing_aborted(InvalidSubTransactionId);
         stages_aborted(InvalidSubTransactionId);

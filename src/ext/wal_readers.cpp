@@ -8,6 +8,7 @@ extern "C" {
 #include "replication/walsender_private.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 }
@@ -31,6 +32,7 @@ TimestampTz counted_at = 0;  // 0: never
 const Readers& current_readers() {
     const TimestampTz now = GetCurrentTimestamp();
     if (counted_at != 0 && !TimestampDifferenceExceeds(counted_at, now, 1000)) return readers;
+    if (LWLockHeldByMe(ProcArrayLock)) return readers;  // (an exit within a FATAL: the last count)
     Readers r;
     r.archiving = XLogArchivingActive();
     for (int i = 0; WalSndCtl != nullptr && i < max_wal_senders; i++) {

@@ -4,7 +4,9 @@
 # relation's drop scans every local buffer descriptor. DISCARD TEMP does that as a metered statement;
 # leaving does it at exit, where no meter ran (2 000 tables: 3.5 s charged, 26 s of CPU free). Each
 # session here is compared with its twin that ends with DISCARD TEMP (or ROLLBACK) itself, and a role
-# with a small bucket shows the debt the exit leaves for its next session.
+# with a small bucket shows the debt the exit leaves for its next session. A session that its own role
+# terminates within a statement (pg_terminate_backend of a backend of one's own role needs no privilege)
+# pays for that statement and its exit.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -73,6 +75,50 @@ a=$(charged plain "$DIR/left1.sql"); b=$(charged plain "$DIR/ended1.sql")
 echo "# one message: session charged $a ms; its twin that ends with DISCARD TEMP itself: $b ms"
 check "the exit after a single message that made the temporary tables is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
   fcmp "$(ratio "$a" "$b")" ">=" 0.8
+
+# The same work ended within its statement by its own role's pg_terminate_backend, the session's first
+# (temp_buffers set at connection): the session never answered after its connection's ReadyForQuery, and
+# its exit (the abort of its transaction, the 200 tables' creation undone) was free.
+printf '%s\n' "DO \$d\$ BEGIN FOR i IN 1..200 LOOP EXECUTE format('CREATE TEMP TABLE t%s (x int PRIMARY KEY, y int); CREATE INDEX ON t%s (y)', i, i); END LOOP; INSERT INTO t1 VALUES (1, 1); PERFORM pg_sleep(60); END \$d\$" > "$DIR/killed.sql"
+chmod 644 "$DIR/killed.sql"
+t0=$(tokens plain)
+as_pg env PGOPTIONS="-c temp_buffers=10GB" psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -f "$DIR/killed.sql" \
+  >/dev/null 2>&1 &
+BG_PIDS+=($!)
+for n in $(seq 1 600); do
+  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'")" = 1 ] && break
+  sleep 0.1
+done
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -Atc \
+  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'" >"$DIR/out" 2>&1
+check "... (a session terminated by its own role within its first statement)" grep -qx t "$DIR/out"
+for n in $(seq 1 600); do gone plain && break; sleep 0.1; done
+sleep 0.2
+a=$(awk -v a="$t0" -v b="$(tokens plain)" 'BEGIN { printf "%.0f", a - b }')
+echo "# terminated within its first statement: session charged $a ms; the twin that ends with DISCARD TEMP: $b ms"
+check "a session terminated within its first statement pays for it and its exit (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
+  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+
+# A utility statement's own work (DO, CALL, CREATE INDEX, ...) is settled when it ends or fails; a FATAL ends
+# neither: a DO block terminated by its own role after a second's work was charged 9 ms.
+work="PERFORM count(*) FROM generate_series(1, 3000000)"
+echo "DO \$d\$ BEGIN $work; END \$d\$;" > "$DIR/work.sql"; chmod 644 "$DIR/work.sql"
+b=$(charged plain "$DIR/work.sql")
+t0=$(tokens plain)
+as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "DO \$d\$ BEGIN $work; PERFORM pg_sleep(60); END \$d\$" \
+  >/dev/null 2>&1 &
+BG_PIDS+=($!)
+for n in $(seq 1 600); do
+  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'")" = 1 ] && break
+  sleep 0.1
+done
+q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'" >/dev/null
+for n in $(seq 1 600); do gone plain && break; sleep 0.1; done
+sleep 0.2
+a=$(awk -v a="$t0" -v b="$(tokens plain)" 'BEGIN { printf "%.0f", a - b }')
+echo "# a DO block's work, then terminated in its sleep: charged $a ms; the same work ending by itself: $b ms"
+check "a utility statement terminated within it is charged what it ran ($a >= 0.8 × $b)" \
+  fcmp "$a" ">=" "$(awk -v b="$b" 'BEGIN { print 0.8 * b }')"
 
 echo "SELECT 1;" > "$DIR/plain.sql"; chmod 644 "$DIR/plain.sql"
 a=$(charged plain "$DIR/plain.sql")

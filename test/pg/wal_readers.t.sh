@@ -6,8 +6,9 @@
 # streaming and ogc_throttle.wal_archive_cost when archiving is on (here, a cp to /dev/null), each record
 # ogc_throttle.wal_decode_cost per logical walsender of its database. A real physical standby (pg_basebackup) and a real logical subscriber (a second cluster) are
 # started here. Tried as a client would: setting the costs itself; writing WAL cheaply
-# (pg_logical_emit_message, open to every role); writing in another database than the logical walsender's
-# (its records are skipped there, and not charged the decoding). Controls: with no reader, nothing is
+# (pg_logical_emit_message, open to every role); ending the session within the statement (its role's own
+# pg_terminate_backend); writing in another database than the logical walsender's (its records are skipped
+# there, and not charged the decoding). Controls: with no reader, nothing is
 # charged beyond the statement's own time.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -96,6 +97,30 @@ want=$(awk 'BEGIN { printf "%.0f", 300 * 100000 / 1024 * 0.01 }')
 echo "# 300 messages of 100 kB: took $own ms, charged $c ms; their WAL × 0.01 ms a kB = $want ms"
 check "WAL written as logical messages is charged its sending too ($c >= 0.95 × $want)" \
   fcmp "$c" ">=" "$(awk -v w="$want" 'BEGIN { print 0.95 * w }')"
+
+# 3a. A session that ends within its statement (its own role may terminate it) leaves its WAL all the same.
+#     (0.1 ms a kB: the WAL's charge stands far above the statement's time, its sleep until the end included)
+set_costs 0.1 0.05 0
+q "SELECT throttle_reset('writer')" >/dev/null
+t0=$(q "SELECT tokens FROM throttle_peek('writer')")
+l0=$(q "SELECT pg_current_wal_insert_lsn()")
+as_role writer postgres -c "WITH u AS (UPDATE t SET v = v + 1 RETURNING 1) SELECT count(*), pg_sleep(60) FROM u" \
+  >/dev/null 2>&1 &
+BG_PIDS+=($!)
+for i in $(seq 1 200); do
+  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'writer' AND wait_event = 'PgSleep'")" = 1 ] && break
+  sleep 0.1
+done
+kb=$(q "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / 1024)")
+as_role writer postgres -Atc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'writer' AND wait_event = 'PgSleep'" \
+  >"$DIR/out" 2>&1
+check "... (the writer's role terminated its own session within the statement)" grep -qx t "$DIR/out"
+c=$(awk -v a="$t0" -v b="$(settled_tokens writer)" 'BEGIN { printf "%.1f", a - b }')
+want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.1 }')
+echo "# terminated after writing $kb kB of WAL: charged $c ms; $kb kB × 0.1 ms = $want ms"
+check "a session terminated within its statement is charged its WAL's sending ($c >= 0.95 × $want)" \
+  fcmp "$c" ">=" "$(awk -v w="$want" 'BEGIN { print 0.95 * w }')"
+set_costs 0.01 0.05 0
 
 # 4. Archiving (archive_command copies every segment): at 0.01 ms a kB, the same update pays that much more.
 set_costs 0 0 0.01
