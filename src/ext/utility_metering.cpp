@@ -132,7 +132,37 @@ inline bool may_meter(NodeTag tag) {
         case T_CreateStmt:
         case T_ExplainStmt:
         case T_ReassignOwnedStmt:
-        case T_TransactionStmt: return true;
+        case T_TransactionStmt:
+        case T_DropStmt:
+        case T_TruncateStmt:
+        case T_LockStmt:
+        case T_RenameStmt:
+        case T_CreateTrigStmt:
+        case T_RuleStmt:
+        case T_AlterObjectSchemaStmt: return true;
+        default: return false;
+    }
+}
+
+// Statements whose lock conflicts with a vacuum's (ShareUpdateExclusiveLock): waiting for it, they cancel an
+// autovacuum worker, whose abort reads the waiter's payer from shared memory (autovacuum_metering.cpp). A
+// session's payer is published there at its commits that write; a DROP TABLE as its first statement had none.
+bool may_cancel_autovacuum(NodeTag tag) {
+    switch (tag) {
+        case T_DropStmt:
+        case T_TruncateStmt:
+        case T_LockStmt:
+        case T_RenameStmt:
+        case T_CreateTrigStmt:
+        case T_RuleStmt:
+        case T_AlterObjectSchemaStmt:
+        case T_AlterTableStmt:
+        case T_IndexStmt:
+        case T_ReindexStmt:
+        case T_ClusterStmt:
+        case T_VacuumStmt:
+        case T_RefreshMatViewStmt:
+        case T_CreateStatsStmt: return true;
         default: return false;
     }
 }
@@ -156,6 +186,12 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
                                                QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     if (IsA(pstmt->utilityStmt, ListenStmt)) note_listening();
     check_upkeep_owner(pstmt->utilityStmt);
+    // (also whom a parallel index build's or VACUUM's workers charge, should its error stop them)
+    if (may_cancel_autovacuum(nodeTag(pstmt->utilityStmt)) && current_mode() != Mode::Off && !IsParallelWorker() &&
+        IsTransactionState() && shared_memory_ready()) {
+        (void)own_identity();  // (the payer published is the one known: a first statement's is not yet)
+        publish_payer();
+    }
     const bool finishes = finishes_prepared(pstmt->utilityStmt);
     if (!finishes && !metered_here(pstmt)) return forward(pstmt, query, read_only_tree, context, params, env, dest, qc);
     UtilityCall c{pstmt, query, read_only_tree, context, params, env, dest, qc};
@@ -165,9 +201,6 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
     const Mode mode = current_mode();
     // Nothing to estimate: admitted unless the bucket is in debt.
     const double tokens_left = admit_further_pass(id, b, mode);
-    // (parallel maintenance workers, should this statement's error stop them, charge it from there)
-    const Node* stmt = pstmt->utilityStmt;
-    if (IsA(stmt, IndexStmt) || IsA(stmt, ReindexStmt) || IsA(stmt, VacuumStmt)) publish_payer();
     Execution* e = open_execution(nullptr, id, b, mode, 0.0, 0.0, tokens_left, nullptr, 0);
     meter_pass(e, call_utility, &c);
     close_execution(e, true);

@@ -75,3 +75,13 @@ settled_tokens() {
 }
 # ms_of: the sum of psql's \timing lines on stdin.
 ms_of() { awk '/^Time: /{ t += $2 } END { print t + 0 }'; }
+# terminate_in_sleep ROLE: waits for ROLE's session to sleep in pg_sleep, has ROLE terminate it (a role may end
+# its own sessions' backends without any privilege), and waits until it has exited; fails if none was ended.
+terminate_in_sleep() {
+  local n out sleeping="FROM pg_stat_activity WHERE usename = '$1' AND wait_event = 'PgSleep'"
+  for n in $(seq 1 600); do [ "$(q "SELECT count(*) $sleeping")" = 1 ] && break; sleep 0.1; done
+  out=$(as_pg psql -X -q -h "$DIR" -p "$PORT" -U "$1" -d postgres -Atc "SELECT pg_terminate_backend(pid) $sleeping" 2>&1)
+  for n in $(seq 1 600); do [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1'")" = 0 ] && break; sleep 0.1; done
+  sleep 0.2
+  [ "$out" = t ]
+}

@@ -85,15 +85,7 @@ t0=$(tokens plain)
 as_pg env PGOPTIONS="-c temp_buffers=10GB" psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -f "$DIR/killed.sql" \
   >/dev/null 2>&1 &
 BG_PIDS+=($!)
-for n in $(seq 1 600); do
-  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'")" = 1 ] && break
-  sleep 0.1
-done
-as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -Atc \
-  "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'" >"$DIR/out" 2>&1
-check "... (a session terminated by its own role within its first statement)" grep -qx t "$DIR/out"
-for n in $(seq 1 600); do gone plain && break; sleep 0.1; done
-sleep 0.2
+check "... (a session terminated by its own role within its first statement)" terminate_in_sleep plain
 a=$(awk -v a="$t0" -v b="$(tokens plain)" 'BEGIN { printf "%.0f", a - b }')
 echo "# terminated within its first statement: session charged $a ms; the twin that ends with DISCARD TEMP: $b ms"
 check "a session terminated within its first statement pays for it and its exit (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
@@ -108,13 +100,7 @@ t0=$(tokens plain)
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "DO \$d\$ BEGIN $work; PERFORM pg_sleep(60); END \$d\$" \
   >/dev/null 2>&1 &
 BG_PIDS+=($!)
-for n in $(seq 1 600); do
-  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'")" = 1 ] && break
-  sleep 0.1
-done
-q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'plain' AND wait_event = 'PgSleep'" >/dev/null
-for n in $(seq 1 600); do gone plain && break; sleep 0.1; done
-sleep 0.2
+check "... (terminated in its sleep)" terminate_in_sleep plain
 a=$(awk -v a="$t0" -v b="$(tokens plain)" 'BEGIN { printf "%.0f", a - b }')
 echo "# a DO block's work, then terminated in its sleep: charged $a ms; the same work ending by itself: $b ms"
 check "a utility statement terminated within it is charged what it ran ($a >= 0.8 × $b)" \

@@ -61,6 +61,18 @@ update_t="EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) UPDATE t SET v = v + 1"
 update_u="EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) UPDATE u SET v = v + 1"
 # at_most C CAP: C is a charge (not the -1 of a failed statement) of at most CAP
 at_most() { fcmp "$1" ">=" 0 && fcmp "$1" "<=" "$2"; }
+# charged_per_kb LABEL CLAIM: the update, run once, is charged its own time and 0.01 ms a kB of its WAL, once
+charged_per_kb() {
+  local c own kb records want
+  c=$(charged postgres -c "$update_t")
+  own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
+  want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.01 }')
+  echo "# $1: the update wrote $kb kB in $records records, took $own ms, charged $c ms; $kb kB × 0.01 ms = $want ms"
+  check "$2 ($c >= $own × 0.8 + 0.95 × $want)" \
+    fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
+  check "... once ($c <= $own × 1.2 + 1.1 × $want + 20)" \
+    at_most "$c" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 1.2 * o + 1.1 * w + 20 }')"
+}
 # (the readers are counted again at most once a second)
 recount() { sleep 1.2; }
 
@@ -81,14 +93,7 @@ as_pg "$PGBIN/pg_basebackup" -h "$DIR" -p "$PORT" -U postgres -D "$S/data" -R -X
 for i in $(seq 1 40); do [ "$(q "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ] && break; sleep 0.25; done
 check "... (the standby streams)" test "$(q "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1
 recount
-c=$(charged postgres -c "$update_t")
-own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
-want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.01 }')
-echo "# one standby: the update wrote $kb kB in $records records, took $own ms, charged $c ms; $kb kB × 0.01 ms = $want ms"
-check "an update streamed to a standby is charged its WAL's sending ($c >= $own × 0.8 + 0.95 × $want)" \
-  fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
-check "... once ($c <= $own × 1.2 + 1.1 × $want + 20)" \
-  at_most "$c" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 1.2 * o + 1.1 * w + 20 }')"
+charged_per_kb "one standby" "an update streamed to a standby is charged its WAL's sending"
 
 # 3. The cheapest WAL there is: a non-transactional logical message, which any role may emit.
 c=$(charged postgres -c "SELECT count(pg_logical_emit_message(false, 'x', repeat('m', 100000))) FROM generate_series(1, 300)")
@@ -107,14 +112,8 @@ l0=$(q "SELECT pg_current_wal_insert_lsn()")
 as_role writer postgres -c "WITH u AS (UPDATE t SET v = v + 1 RETURNING 1) SELECT count(*), pg_sleep(60) FROM u" \
   >/dev/null 2>&1 &
 BG_PIDS+=($!)
-for i in $(seq 1 200); do
-  [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE usename = 'writer' AND wait_event = 'PgSleep'")" = 1 ] && break
-  sleep 0.1
-done
+check "... (the writer's role terminated its own session within the statement)" terminate_in_sleep writer
 kb=$(q "SELECT round(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$l0') / 1024)")
-as_role writer postgres -Atc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'writer' AND wait_event = 'PgSleep'" \
-  >"$DIR/out" 2>&1
-check "... (the writer's role terminated its own session within the statement)" grep -qx t "$DIR/out"
 c=$(awk -v a="$t0" -v b="$(settled_tokens writer)" 'BEGIN { printf "%.1f", a - b }')
 want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.1 }')
 echo "# terminated after writing $kb kB of WAL: charged $c ms; $kb kB × 0.1 ms = $want ms"
@@ -124,14 +123,7 @@ set_costs 0.01 0.05 0
 
 # 4. Archiving (archive_command copies every segment): at 0.01 ms a kB, the same update pays that much more.
 set_costs 0 0 0.01
-c=$(charged postgres -c "$update_t")
-own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
-want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.01 }')
-echo "# archiving at 0.01 ms a kB: the update wrote $kb kB, took $own ms, charged $c ms"
-check "with archiving on, an update is charged its WAL's archiving ($c >= $own × 0.8 + 0.95 × $want)" \
-  fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
-check "... once ($c <= $own × 1.2 + 1.1 × $want + 20)" \
-  at_most "$c" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 1.2 * o + 1.1 * w + 20 }')"
+charged_per_kb "archiving at 0.01 ms a kB" "with archiving on, an update is charged its WAL's archiving"
 set_costs 0.01 0.05 0
 
 # Settings the client cannot touch.
