@@ -107,11 +107,35 @@ bool finishes_prepared(const Node* n) {
     return k == TRANS_STMT_COMMIT_PREPARED || k == TRANS_STMT_ROLLBACK_PREPARED;
 }
 
+// Statements whose lock conflicts with a vacuum's (ShareUpdateExclusiveLock): waiting for it, they cancel an
+// autovacuum worker, whose abort reads the waiter's payer from shared memory (autovacuum_metering.cpp). A
+// session's payer is published there at its commits that write; a DROP TABLE as its first statement had none.
+inline bool may_cancel_autovacuum(NodeTag tag) {
+    switch (tag) {
+        case T_DropStmt:
+        case T_TruncateStmt:
+        case T_LockStmt:
+        case T_RenameStmt:
+        case T_CreateTrigStmt:
+        case T_RuleStmt:
+        case T_AlterObjectSchemaStmt:
+        case T_AlterTableStmt:
+        case T_IndexStmt:
+        case T_ReindexStmt:
+        case T_ClusterStmt:
+        case T_VacuumStmt:
+        case T_RefreshMatViewStmt:
+        case T_CreateStatsStmt: return true;
+        default: return false;
+    }
+}
+
 // The kinds of statement this hook may do something for: does_work()'s,
 // TransactionStmt (COMMIT/ROLLBACK PREPARED), LISTEN (the session then pays
 // for its reading of the notification queue), and those that give a table an
-// owner (check_upkeep_owner). Every other kind (SET, BEGIN, ...) goes straight
-// on by a tail call, with no frame of ours.
+// owner (check_upkeep_owner), and those that may cancel an autovacuum worker.
+// Every other kind (SET, BEGIN, ...) goes straight on by a tail call, with no
+// frame of ours.
 inline bool may_meter(NodeTag tag) {
     switch (tag) {
         case T_IndexStmt:
@@ -132,38 +156,8 @@ inline bool may_meter(NodeTag tag) {
         case T_CreateStmt:
         case T_ExplainStmt:
         case T_ReassignOwnedStmt:
-        case T_TransactionStmt:
-        case T_DropStmt:
-        case T_TruncateStmt:
-        case T_LockStmt:
-        case T_RenameStmt:
-        case T_CreateTrigStmt:
-        case T_RuleStmt:
-        case T_AlterObjectSchemaStmt: return true;
-        default: return false;
-    }
-}
-
-// Statements whose lock conflicts with a vacuum's (ShareUpdateExclusiveLock): waiting for it, they cancel an
-// autovacuum worker, whose abort reads the waiter's payer from shared memory (autovacuum_metering.cpp). A
-// session's payer is published there at its commits that write; a DROP TABLE as its first statement had none.
-bool may_cancel_autovacuum(NodeTag tag) {
-    switch (tag) {
-        case T_DropStmt:
-        case T_TruncateStmt:
-        case T_LockStmt:
-        case T_RenameStmt:
-        case T_CreateTrigStmt:
-        case T_RuleStmt:
-        case T_AlterObjectSchemaStmt:
-        case T_AlterTableStmt:
-        case T_IndexStmt:
-        case T_ReindexStmt:
-        case T_ClusterStmt:
-        case T_VacuumStmt:
-        case T_RefreshMatViewStmt:
-        case T_CreateStatsStmt: return true;
-        default: return false;
+        case T_TransactionStmt: return true;
+        default: return may_cancel_autovacuum(tag);
     }
 }
 

@@ -61,14 +61,16 @@ update_t="EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) UPDATE t SET v = v + 1"
 update_u="EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF) UPDATE u SET v = v + 1"
 # at_most C CAP: C is a charge (not the -1 of a failed statement) of at most CAP
 at_most() { fcmp "$1" ">=" 0 && fcmp "$1" "<=" "$2"; }
-# charged_per_kb LABEL CLAIM: the update, run once, is charged its own time and 0.01 ms a kB of its WAL, once
-charged_per_kb() {
-  local c own kb records want
+# charged_for UNIT COST LABEL CLAIM: the update, run once, is charged its own time and COST ms a UNIT (kB,
+# records) of its WAL, once
+charged_for() {
+  local c own kb records n want
   c=$(charged postgres -c "$update_t")
   own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
-  want=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k * 0.01 }')
-  echo "# $1: the update wrote $kb kB in $records records, took $own ms, charged $c ms; $kb kB × 0.01 ms = $want ms"
-  check "$2 ($c >= $own × 0.8 + 0.95 × $want)" \
+  n=$kb; [ "$1" = records ] && n=$records
+  want=$(awk -v n="$n" -v c="$2" 'BEGIN { printf "%.0f", n * c }')
+  echo "# $3: the update wrote $kb kB in $records records, took $own ms, charged $c ms; $n $1 × $2 ms = $want ms"
+  check "$4 ($c >= $own × 0.8 + 0.95 × $want)" \
     fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
   check "... once ($c <= $own × 1.2 + 1.1 × $want + 20)" \
     at_most "$c" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 1.2 * o + 1.1 * w + 20 }')"
@@ -93,7 +95,7 @@ as_pg "$PGBIN/pg_basebackup" -h "$DIR" -p "$PORT" -U postgres -D "$S/data" -R -X
 for i in $(seq 1 40); do [ "$(q "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ] && break; sleep 0.25; done
 check "... (the standby streams)" test "$(q "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1
 recount
-charged_per_kb "one standby" "an update streamed to a standby is charged its WAL's sending"
+charged_for kB 0.01 "one standby" "an update streamed to a standby is charged its WAL's sending"
 
 # 3. The cheapest WAL there is: a non-transactional logical message, which any role may emit.
 c=$(charged postgres -c "SELECT count(pg_logical_emit_message(false, 'x', repeat('m', 100000))) FROM generate_series(1, 300)")
@@ -123,7 +125,7 @@ set_costs 0.01 0.05 0
 
 # 4. Archiving (archive_command copies every segment): at 0.01 ms a kB, the same update pays that much more.
 set_costs 0 0 0.01
-charged_per_kb "archiving at 0.01 ms a kB" "with archiving on, an update is charged its WAL's archiving"
+charged_for kB 0.01 "archiving at 0.01 ms a kB" "with archiving on, an update is charged its WAL's archiving"
 set_costs 0.01 0.05 0
 
 # Settings the client cannot touch.
@@ -172,12 +174,8 @@ check "an update of a published table is charged at least 0.8 × (its own time +
 # 6. Another database's logical walsender reads the bytes but skips the records: not charged their decoding.
 set_costs 0 0.05 0
 recount
-c=$(charged postgres -c "$update_t")
-own=$(cat "$DIR/ms"); read -r kb records < <(explained_wal)
-want=$(awk -v r="$records" 'BEGIN { printf "%.0f", r * 0.05 }')
-echo "# decoding at 0.05 ms a record: in the subscriber's database $records records, took $own ms, charged $c ms"
-check "at 0.05 ms a record, an update in the walsender's database is charged its decoding ($c >= $own × 0.8 + 0.95 × $want)" \
-  fcmp "$c" ">=" "$(awk -v w="$want" -v o="$own" 'BEGIN { print 0.8 * o + 0.95 * w }')"
+charged_for records 0.05 "decoding at 0.05 ms a record, in the subscriber's database" \
+  "at 0.05 ms a record, an update in the walsender's database is charged its decoding"
 c=$(charged other -c "$update_u")
 own=$(cat "$DIR/ms")
 echo "# ... in another database: took $own ms, charged $c ms"
