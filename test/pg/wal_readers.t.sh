@@ -4,12 +4,12 @@
 # time: an UPDATE of every row of a published table took 0.6 s in the role's backend and 2.4 s in the logical
 # walsender. Each kB a metered session writes is now charged ogc_throttle.wal_send_cost per walsender
 # streaming and ogc_throttle.wal_archive_cost when archiving is on (here, a cp to /dev/null), each record
-# ogc_throttle.wal_decode_cost per logical walsender of its database. A real physical standby (pg_basebackup) and a real logical subscriber (a second cluster) are
-# started here. Tried as a client would: setting the costs itself; writing WAL cheaply
-# (pg_logical_emit_message, open to every role); ending the session within the statement (its role's own
-# pg_terminate_backend); writing in another database than the logical walsender's (its records are skipped
-# there, and not charged the decoding). Controls: with no reader, nothing is
-# charged beyond the statement's own time.
+# ogc_throttle.wal_decode_cost per logical walsender of its database. A real physical standby (pg_basebackup)
+# and a real logical subscriber (a second cluster) are started here. Tried as a client would: setting the
+# costs itself; writing WAL cheaply (pg_logical_emit_message, open to every role); ending the session within
+# the statement (its role's own pg_terminate_backend); writing in another database than the logical
+# walsender's (its records are skipped there, and not charged the decoding). Controls: with no walsender,
+# nothing is charged beyond the statement's own time.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
