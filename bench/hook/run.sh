@@ -13,7 +13,8 @@
 # transaction (from the postmaster's reaped-children times) for every run.
 # Not part of the tests. Everything started is stopped on exit.
 # Knobs (environment): ROUNDS (5), SECS per pgbench run (6), OFF_ROUNDS (1), CONNECT_ROUNDS (3), A_CONF,
-# NPOINTS (200000), SCALE (pgbench -i scale, 1), GRID (1: a density grid for pts.geom on A).
+# NPOINTS (200000), SCALE (pgbench -i scale, 1), GRID (1: a density grid for pts.geom on A),
+# CLIENTS (2: pgbench -c and -j; 1 leaves out what two backends sharing one bucket cost each other).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -25,6 +26,7 @@ OFF_ROUNDS=${OFF_ROUNDS:-1}
 CONNECT_ROUNDS=${CONNECT_ROUNDS:-3}
 NPOINTS=${NPOINTS:-200000}
 SCALE=${SCALE:-1}
+CLIENTS=${CLIENTS:-2}
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 [ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
 # Unix sockets only (listen_addresses = ''), each in its own private directory;
@@ -121,7 +123,7 @@ pgbench_run() {
   local pm base t0 t1 ntx
   pm=$(postmaster_pid "$d"); base=$(nchildren "$pm"); t0=$(children_ticks "$pm")
   # One seed for the run: A and B get the same sequence of random arguments.
-  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c 2 -j 2 --random-seed="$PGBENCH_SEED" "${len[@]}" "${script[@]}" \
+  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" --random-seed="$PGBENCH_SEED" "${len[@]}" "${script[@]}" \
     -h "$d" -p "$p" -U postgres postgres >"$work/last_pgbench.log" 2>&1
   local tps
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/last_pgbench.log")
@@ -188,7 +190,7 @@ pratio() {
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 echo
-echo "# Timing: pgbench -M prepared -c 2 -j 2 -T $SECS, $ROUNDS rounds; within a round A and B alternate"
+echo "# Timing: pgbench -M prepared -c $CLIENTS -j $CLIENTS -T $SECS, $ROUNDS rounds; within a round A and B alternate"
 echo "# (odd rounds A first, even rounds B first). Other work on this 2-core machine lands in the"
 echo "# figures: compare the ratios within rounds, not absolute tps."
 for r in $(seq "$ROUNDS"); do

@@ -132,9 +132,8 @@ bool base_column(Walk* w, Node* e, Oid* relid, AttrNumber* attnum) {
 // scan — made by PostGIS's own selectivity function — is already in the plan,
 // for free. A generic plan estimated a parameter blindly: then ask PostGIS for
 // this execution's value (about 100 µs), once per distinct box per statement.
-// The searched geometry is search_side's value, else search_geometry grown by
-// expand_by when that is not negative (made only if PostGIS is asked), else
-// search_geometry.
+// The searched geometry is search_side's value (else search_geometry), grown by
+// expand_by when that is not negative; made only if PostGIS is asked.
 double rows_met(Walk* w, Node* column, Node* search, const Side* search_side, Datum search_geometry,
                 double expand_by, const core::Box& box, core::RowsSource* source) {
     Oid relid;
@@ -187,11 +186,11 @@ void on_dwithin(Walk* w, GisRole role, List* args) {
         // the generic plan could not see, needs PostGIS asked directly.
         Node* column = static_cast<Node*>(a.evaluated ? lsecond(args) : linitial(args));
         const bool blind = param_walker(reinterpret_cast<Node*>(args), nullptr);
-        // The centre grown by r is made only if PostGIS is asked (no grid): it has a box, so PostGIS's
-        // helpers are there and ST_Expand of it succeeds.
-        Datum centre;
-        if (blind && role == GisRole::DWithinGeometry && (centre = value_of(w, point)) != 0)
-            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), nullptr, centre, r, c->box, &c->rows_source);
+        // The centre is made, and grown by r, only if PostGIS is asked (no grid): it has a box, so
+        // PostGIS's helpers are there and ST_Expand of it succeeds. (Made first, a generic plan's
+        // ST_SetSRID(ST_MakePoint($1, $2), 3857) went through PostGIS for a grid that never read it.)
+        if (blind && role == GisRole::DWithinGeometry)
+            c->rows = rows_met(w, column, reinterpret_cast<Node*>(args), &point, 0, r, c->box, &c->rows_source);
     }
 }
 
