@@ -153,18 +153,19 @@ pgbench_run A postgis -t500 >/dev/null
 s2=($(stat))
 sel_priced=$((s1[0] - s0[0])); gis_priced=$((s2[0] - s1[0])); gis_spends=$((s2[1] - s1[1]))
 echo "#   before:                     ${s0[*]}"
-echo "#   after select-only, 2x500 tx: ${s1[*]}   (priced +$sel_priced)"
-echo "#   after PostGIS,     2x500 tx: ${s2[*]}   (priced +$gis_priced, spends +$gis_spends; 2 statements per tx)"
+echo "#   after select-only, ${CLIENTS}x500 tx: ${s1[*]}   (priced +$sel_priced)"
+echo "#   after PostGIS,     ${CLIENTS}x500 tx: ${s2[*]}   (priced +$gis_priced, spends +$gis_spends; 2 statements per tx)"
 hook_ok=yes
 [ "$sel_priced" = 0 ] || { hook_ok=no; echo "#   UNEXPECTED: select-only statements were priced"; }
 # With ogc_throttle.lazy_pricing on, a full bucket prices one statement in lazy_sample_every (16).
-want_priced=2000
+statements=$((CLIENTS * 1000))
+want_priced=$statements
 if [ "$(qa 'SHOW ogc_throttle.lazy_pricing')" = on ]; then
   every=$(qa 'SHOW ogc_throttle.lazy_sample_every')
-  want_priced=$((every > 0 ? 2000 / every - 2 : 0))
+  want_priced=$((every > 0 ? statements / every - 2 : 0))
 fi
-[ "$gis_priced" -ge "$want_priced" ] && [ "$gis_spends" -ge 2000 ] ||
-  { hook_ok=no; echo "#   UNEXPECTED: PostGIS statements were not priced ($want_priced expected) and all charged (2000)"; }
+[ "$gis_priced" -ge "$want_priced" ] && [ "$gis_spends" -ge "$statements" ] ||
+  { hook_ok=no; echo "#   UNEXPECTED: PostGIS statements were not priced ($want_priced expected) and all charged ($statements)"; }
 # The same PostGIS statements in B run and return the same kind of result
 pgbench_run B postgis -t100 >/dev/null
 [ "$(qb "SELECT 1")" = 1 ] || die "B is not answering"
