@@ -49,13 +49,16 @@ pt_b='ST_SetSRID(ST_Point($1, $2), 3857)'
   echo "CREATE TABLE free AS SELECT id, ST_SetSRID(geom, 0) AS geom FROM pts; CREATE INDEX ON free USING gist (geom); ANALYZE free;"
   echo "PREPARE sr(float8, float8, float8, int) AS SELECT count(*) FROM free WHERE geom && ST_Expand(ST_SetSRID(ST_MakePoint(\$1, \$2), \$4), \$3);"
   echo "PREPARE sb(float8, float8, float8, int) AS SELECT count(*) FROM free WHERE geom && ST_Expand(ST_SetSRID(ST_Point(\$1, \$2), \$4), \$3);"
-  # No density grid on free: the search's rows are PostGIS's estimate for this execution's point, built only then.
+  # No density grid on free: the search's rows are PostGIS's estimate for this execution's point, built only then
+  # (the point first or second).
   echo "PREPARE fr(float8, float8, float8) AS SELECT count(*) FROM free WHERE ST_DWithin(geom, ST_MakePoint(\$1, \$2), \$3);"
   echo "PREPARE fb(float8, float8, float8) AS SELECT count(*) FROM free WHERE ST_DWithin(geom, ST_Point(\$1, \$2), \$3);"
+  echo "PREPARE gr(float8, float8, float8) AS SELECT count(*) FROM free WHERE ST_DWithin(ST_MakePoint(\$1, \$2), geom, \$3);"
+  echo "PREPARE gb(float8, float8, float8) AS SELECT count(*) FROM free WHERE ST_DWithin(ST_Point(\$1, \$2), geom, \$3);"
   i=0
   while read -r x y r; do
     i=$((i + 1))
-    for p in dr db er eb zr zb fr fb; do echo "EXECUTE $p($x, $y, $r); SELECT 'E $p $i ' || coalesce(estimate::text, 'null') FROM throttle_last_statement();"; done
+    for p in dr db er eb zr zb fr fb gr gb; do echo "EXECUTE $p($x, $y, $r); SELECT 'E $p $i ' || coalesce(estimate::text, 'null') FROM throttle_last_statement();"; done
   done <"$DIR/cases"
   i=0
   while read -r x y r; do
@@ -66,7 +69,7 @@ pt_b='ST_SetSRID(ST_Point($1, $2), 3857)'
   done < <(head -20 "$DIR/cases")
 } >"$DIR/run.sql"
 pg_psql "$DIR" "$PORT" -d postgres -At -f "$DIR/run.sql" >"$DIR/run.out" 2>"$DIR/run.err"
-for pr in "dr db 43" "er eb 43" "zr zb 43" "fr fb 43" "sr sb 40"; do check_twins $pr; done
+for pr in "dr db 43" "er eb 43" "zr zb 43" "fr fb 43" "gr gb 43" "sr sb 40"; do check_twins $pr; done
 echo "# messages: $(sed "s/^psql:[^ ]* //" "$DIR/run.err" | sort | uniq -c | tr -s " " | tr "\n" ";")"
 check "an SRID PostGIS clamps is left to PostGIS (its NOTICE, once for each spelling)" \
   test "$(grep -c 'SRID value -7 converted to the officially unknown SRID value 0' "$DIR/run.err")" -ge 40
