@@ -109,7 +109,8 @@ void charge_owner(Oid owner, double ms) {
 struct Aborted {
     Oid rel;
     double ms;
-    bool has_waiter;  // waiter: the payer of the first session waiting for a lock on rel at the abort
+    int32 waiter_pid;  // the first session waiting for a lock on rel at the abort (0: none)
+    bool has_waiter;   // waiter: its payer then
     Payer waiter;
 };
 constexpr int kMaxAborted = 8;
@@ -137,19 +138,30 @@ void note_aborted() {
         }
     if (naborted == kMaxAborted) return;
     Aborted& a = aborted[naborted++];
-    a = Aborted{rel, ms, false, {}};
+    a = Aborted{rel, ms, waiter, false, {}};
     // (payer slots are read without a lock, and the catalog is not needed: safe in an aborted transaction)
     a.has_waiter = waiter != 0 && find_payer(waiter, a.waiter);
 }
 
 // A table dropped before the charge (its owner's DROP TABLE, waiting for the vacuum's lock, cancelled it):
-// no owner is left to ask, and whoever waited for the lock, which the cancel was for, pays.
+// no owner is left to ask, and whoever waited for the lock, which the cancel was for, pays. Its payer is
+// read again now: the table is gone, so a DROP has committed, and a session publishes its payer at a commit
+// that writes, where at the abort a session's first statement (one that takes a vacuum's lock without a
+// DROP, then drops the table) may have published none.
 void charge_aborted(const Aborted& a) {
     const Oid owner = owner_of(a.rel);
     if (OidIsValid(owner)) return charge_owner(owner, a.ms);
-    if (!a.has_waiter || !a.waiter.metered || !shared_memory_ready()) return;
+    if (!shared_memory_ready()) return;
+    Payer p = a.waiter;
+    bool known = a.has_waiter;
+    Payer now;
+    if (a.waiter_pid != 0 && find_payer(a.waiter_pid, now) && now.metered) {
+        p = now;
+        known = true;
+    }
+    if (!known || !p.metered) return;
     count_measured(a.ms);
-    settle(a.waiter.key, a.waiter.budget, a.waiter.charges ? a.ms : 0, a.waiter.charges ? a.ms : 0, a.ms);
+    settle(p.key, p.budget, p.charges ? a.ms : 0, p.charges ? a.ms : 0, a.ms);
     flush_settlements();
 }
 

@@ -110,9 +110,20 @@ bool finishes_prepared(const Node* n) {
 // Statements whose lock conflicts with a vacuum's (ShareUpdateExclusiveLock): waiting for it, they cancel an
 // autovacuum worker, whose abort reads the waiter's payer from shared memory (autovacuum_metering.cpp). A
 // session's payer is published there at its commits that write; a DROP TABLE as its first statement had none.
+// (Read again at the charge, once the table is gone: the waiter's commit published it by then.)
 inline bool may_cancel_autovacuum(NodeTag tag) {
     switch (tag) {
         case T_DropStmt:
+        case T_DropOwnedStmt:
+        case T_ReassignOwnedStmt:
+        case T_CommentStmt:
+        case T_SecLabelStmt:
+        case T_CreatePolicyStmt:
+        case T_AlterPolicyStmt:
+        case T_CreatePublicationStmt:
+        case T_AlterPublicationStmt:
+        case T_AlterDomainStmt:
+        case T_AlterTableMoveAllStmt:
         case T_TruncateStmt:
         case T_LockStmt:
         case T_RenameStmt:

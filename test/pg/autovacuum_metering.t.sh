@@ -14,9 +14,9 @@ set -uo pipefail
 cluster_up 55509 "shared_preload_libraries = 'ogc_throttle'" "autovacuum_naptime = 1" \
   "log_autovacuum_min_duration = 0" "log_min_messages = log" "deadlock_timeout = 200ms"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles churner small canceller bystander &&
+  metered_roles churner small canceller bystander dropper &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 300; CREATE ROLE free LOGIN; ALTER ROLE free SET ogc_throttle.mode = 'off';
-     GRANT CREATE ON SCHEMA public TO churner, small, free, canceller, bystander" >/dev/null || { not_ok "setup"; tap_exit; }
+     GRANT CREATE ON SCHEMA public TO churner, small, free, canceller, bystander, dropper" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
 as_role() { local r=$1; shift; as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$DIR" -p "$PORT" -U "$r" -d postgres "$@"; }
@@ -107,20 +107,20 @@ check "autovacuum of the system catalogs is not charged to their owner ($cv vacu
 # progress view, let it run 2.5 s, then cancel it by the owner's SQL (a conflicting lock request; by default an
 # ALTER TABLE that also turns the table's autovacuum off), and run SETTLED (a command that returns once the
 # charge is in; by default a 2 s sleep); sets cc (ms charged to the owner meanwhile), ran (ms from seen to
-# cancelled), cr.
+# cancelled), cr. (WHO: another role than canceller.)
 cancel_seen() {
-  local t0 seen ended i
-  t0=$(settled_tokens canceller)
+  local t0 seen ended i who=${WHO:-canceller}
+  t0=$(settled_tokens "$who")
   for i in $(seq 1 100); do
     [ "$(q "SELECT count(*) FROM pg_stat_progress_$1 WHERE relid = '$2'::regclass")" = 1 ] && break
     sleep 0.1
   done
   seen=$(date +%s.%N)
   sleep 2.5
-  as_role canceller -c "${3:-ALTER TABLE $2 SET (autovacuum_enabled = off)}" >/dev/null 2>"$DIR/p.err"
+  as_role "$who" -c "${3:-ALTER TABLE $2 SET (autovacuum_enabled = off)}" >/dev/null 2>"$DIR/p.err"
   ended=$(date +%s.%N)
   ${4:-sleep 2}
-  cc=$(awk -v a="$t0" -v b="$(settled_tokens canceller)" 'BEGIN { printf "%.0f", a - b }')
+  cc=$(awk -v a="$t0" -v b="$(settled_tokens "$who")" 'BEGIN { printf "%.0f", a - b }')
   ran=$(awk -v a="$seen" -v b="$ended" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
   cr=$(awk -v c="$cc" -v r="$ran" 'BEGIN { printf "%.2f", (r > 0) ? c / r : 0 }')
 }
@@ -143,10 +143,12 @@ check "a vacuum cancelled by its table's owner is charged to the owner (charged 
   fcmp "$cr" ">=" 0.8
 check "... and not twice ($cr <= 1.5: the owner's wait for the lock is in it)" fcmp "$cr" "<=" 1.5
 
-# 5a. ... and by a DROP TABLE, while the same worker has another role's slow table to vacuum next: that
-#     table's commit, where the cancelled vacuum is charged, finds no owner left. The session whose lock
-#     request cancelled the vacuum (its payer, read from shared memory at the abort) pays. (One worker, so
-#     that the next table is the same worker's; the cluster is restarted for it.)
+# 5a. ... and by a DROP TABLE, while the same worker has another role's slow table to vacuum next. The
+#     cancelled vacuum is charged at the worker's next commit, which comes at once (vacuum() commits the
+#     worker's transaction before it opens the next table): whether the DROP has committed by then is a race.
+#     If not, the owner pays; if so, no owner is left and the session whose lock request cancelled the vacuum
+#     (its payer, read from shared memory) pays. Either way the dropper. (One worker, so that the next table
+#     is the same worker's; the cluster is restarted for it.)
 pg_conf_set "$DIR" "autovacuum_max_workers = 1"
 pg_stop "$DIR" && pg_start "$DIR" "$PORT" || { not_ok "restart with one worker"; tap_exit; }
 slow_table() {  # slow_table ROLE TABLE ROWS: a table whose vacuum its own cost delay slows, dead rows in it
@@ -184,6 +186,45 @@ cancel_seen analyze e
 echo "# the analyze of canceller's table with an expression index was seen running for $ran ms before it was cancelled; charged $cc ms"
 check "an analyze cancelled in its owner's function is charged once ($(q "SELECT autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'e'") finished; charged / ran $cr between 0.8 and 1.5)" \
   eval 'fcmp "$cr" ">=" 0.8 && fcmp "$cr" "<=" 1.5'
+
+# 5c. ... and by other spellings of a DROP: a DROP OWNED, and a first statement that takes the vacuum's lock
+#     with no DROP (a BRIN summarization) followed by a DROP TABLE in its transaction. Where the DROP wins the
+#     race of 5a, the session had published no payer at the abort; it has by the charge, at its commit. (This
+#     run cannot choose the race's winner: the check holds whichever wins.) The worker's next work is
+#     bystander's slow TOAST table: autovacuum's second pass, after every main table, whatever their order in
+#     pg_class.
+slow_toast() {  # slow_toast TABLE: bystander's table whose TOAST table alone needs a slow vacuum, off for now
+  as_role bystander -c "CREATE TABLE $1 (id int, pad text) WITH (autovacuum_enabled = off,
+      toast.autovacuum_enabled = off, toast.autovacuum_vacuum_scale_factor = 0, toast.autovacuum_vacuum_threshold = 1,
+      toast.autovacuum_vacuum_cost_delay = 10, toast.autovacuum_vacuum_cost_limit = 20);
+    ALTER TABLE $1 ALTER pad SET STORAGE EXTERNAL;
+    INSERT INTO $1 SELECT g, repeat('y', 8000) FROM generate_series(1, 600) g" -c "DELETE FROM $1 WHERE id % 2 = 0"
+}
+toast_vacuums() {
+  q "SELECT autovacuum_count FROM pg_stat_all_tables WHERE relid = (SELECT reltoastrelid FROM pg_class WHERE relname = '$1')"
+}
+toast_vacuumed() {  # the worker's next work done, with its commit, where the cancelled vacuum is charged
+  local i
+  for i in $(seq 1 300); do [ "$(toast_vacuums "$TOAST")" -ge 1 ] && break; sleep 0.1; done
+  sleep 1
+}
+# drop_cancels TABLE TOAST SQL: dropper's slow TABLE, bystander's TOAST next, the vacuum cancelled by SQL
+drop_cancels() {
+  slow_table dropper "$1" 200000 >/dev/null 2>"$DIR/p.err" || { not_ok "dropper's table $1"; cat "$DIR/p.err"; }
+  as_role dropper -c "CREATE INDEX $1_brin ON $1 USING brin (a)" >/dev/null 2>>"$DIR/p.err"
+  slow_toast "$2" >/dev/null 2>>"$DIR/p.err" || { not_ok "bystander's table $2"; cat "$DIR/p.err"; }
+  as_role dropper -c "ALTER TABLE $1 SET (autovacuum_enabled = on)" >/dev/null &&
+    as_role bystander -c "ALTER TABLE $2 SET (toast.autovacuum_enabled = on)" >/dev/null
+  TOAST=$2 WHO=dropper cancel_seen vacuum "$1" "$3" toast_vacuumed
+  echo "# the vacuum of dropper's table $1 was seen running for $ran ms before \"$3\" ended; charged $cc ms; $2's TOAST table vacuumed $(toast_vacuums "$2") time(s) after it"
+}
+drop_cancels owned owned_next "DROP OWNED BY dropper"
+check "... by a DROP OWNED (the table is gone: $(q "SELECT count(*) FROM pg_class WHERE relname = 'owned'") left; the worker's next work done: $(toast_vacuums owned_next)); charged to the session that dropped it ($cc ms / $ran ms: $cr >= 0.8)" \
+  eval '[ "$(q "SELECT count(*) FROM pg_class WHERE relname = '"'owned'"'")" = 0 ] && [ "$(toast_vacuums owned_next)" -ge 1 ] && fcmp "$cr" ">=" 0.8'
+q "GRANT CREATE ON SCHEMA public TO dropper" >/dev/null  # (DROP OWNED revoked it)
+drop_cancels summarized summarized_next "SELECT brin_summarize_new_values('summarized_brin'); DROP TABLE summarized"
+check "... by a BRIN summarization, then a DROP TABLE in its transaction ($(q "SELECT count(*) FROM pg_class WHERE relname = 'summarized'") left, $(toast_vacuums summarized_next) next; $cc ms / $ran ms: $cr >= 0.8)" \
+  eval '[ "$(q "SELECT count(*) FROM pg_class WHERE relname = '"'summarized'"'")" = 0 ] && [ "$(toast_vacuums summarized_next)" -ge 1 ] && fcmp "$cr" ">=" 0.8'
 
 # 6. Turned off server-wide: the owner pays for its updates only.
 q "ALTER SYSTEM SET ogc_throttle.charge_autovacuum = off" >/dev/null && q "SELECT pg_reload_conf()" >/dev/null
