@@ -110,7 +110,7 @@ bool finishes_prepared(const Node* n) {
 // Statements whose lock conflicts with a vacuum's (ShareUpdateExclusiveLock): waiting for it, they cancel an
 // autovacuum worker, whose abort reads the waiter's payer from shared memory (autovacuum_metering.cpp). A
 // session's payer is published there at its commits that write; a DROP TABLE as its first statement had none.
-// (Read again at the charge, once the table is gone: the waiter's commit published it by then.)
+// (It is read again at the charge when the table is gone by then: the commit that dropped it published it.)
 inline bool may_cancel_autovacuum(NodeTag tag) {
     switch (tag) {
         case T_DropStmt:
