@@ -14,7 +14,7 @@ set -uo pipefail
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
   metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended alerter hoarder decoy &&
-  q "ALTER ROLE small SET ogc_throttle.capacity = 150" >/dev/null || { not_ok "setup"; tap_exit; }
+  q "ALTER ROLE small SET ogc_throttle.capacity = 50" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
 diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a - b }'; }
@@ -151,6 +151,7 @@ check "a delivery whose sender is gone is paid by the listener (charged / CPU $(
 #     victim's. A listener of it keeps a transaction open (notifications wait for its end) while its role floods
 #     another channel between two of the victim's notifications: it reads the whole flood before the victim's
 #     second one. Before, that reading (one listener: 45 ms) was charged to the victim's second NOTIFY.
+#     (Three times N of them: a listener read N in 8-11 ms of CPU on a faster machine.)
 oncpu() { awk '{ print int($1 / 1000000) }' "/proc/$1/schedstat"; }
 ( echo "LISTEN alerts;"; echo "SELECT pg_backend_pid();"; echo "BEGIN;"; echo "SELECT 1;"; echo "\\! sleep 4"
   echo "COMMIT;"; echo "\\! sleep 3" ) |
@@ -159,7 +160,7 @@ for i in $(seq 1 50); do grep -qE '^[0-9]+$' "$DIR/hoard.out" 2>/dev/null && bre
 hp=$(grep -E '^[0-9]+$' "$DIR/hoard.out" | head -1)
 a0=$(tokens alerter); hc0=$(oncpu "$hp")
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U alerter -d postgres -c "NOTIFY alerts, 'first'" >/dev/null
-flood $N noise | as_pg psql -X -q -h "$DIR" -p "$PORT" -U hoarder -d postgres >/dev/null 2>"$DIR/p.err"
+flood $((3 * N)) noise | as_pg psql -X -q -h "$DIR" -p "$PORT" -U hoarder -d postgres >/dev/null 2>"$DIR/p.err"
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U alerter -d postgres -c "NOTIFY alerts, 'second'" >/dev/null
 for i in $(seq 1 100); do [ "$(grep -c '^Asynchronous' "$DIR/hoard.out")" -ge 2 ] && break; sleep 0.1; done
 sleep 0.5
@@ -167,8 +168,9 @@ hc1=$(oncpu "$hp")
 wait
 a=$(diff_ms "$a0" "$(settled_tokens alerter)")
 echo "# the holding listener got $(grep -c '^Asynchronous' "$DIR/hoard.out") of the victim's notifications and used $((hc1 - hc0)) ms of CPU; the victim was charged $a ms"
-check "... (the listener read the flood between them: $((hc1 - hc0)) ms of CPU >= 20)" test $((hc1 - hc0)) -ge 20
-check "a victim's notifications are not charged a listener's reading of the flood between them ($a ms < 10)" fcmp "$a" "<" 10
+check "... (the listener read the flood between them: $((hc1 - hc0)) ms of CPU >= 12)" test $((hc1 - hc0)) -ge 12
+check "a victim's notifications are not charged a listener's reading of the flood between them ($a ms < a third of it)" \
+  fcmp "$a" "<" "$(awk -v c=$((hc1 - hc0)) 'BEGIN { print c / 3 }')"
 
 # 2f. A listener of the victim's channel and 20 000 others checks each entry against all of them: 3 000
 #     one-byte notifications cost it 150 ms instead of 7. Before, the victim paid for that.
@@ -193,10 +195,11 @@ check "a listener's many channels are not charged to the victim ($v2 <= 1.5 × $
   fcmp "$v2" "<=" "$(awk -v a="$v1" 'BEGIN { print 1.5 * a + 3 }')"
 check "... but to the listener's role (charged / CPU $(ratio "$d2" "$c2") >= 0.8)" fcmp "$(ratio "$d2" "$c2")" ">=" 0.8
 
-# 3. A flooder with a small bucket: what the delivery costs is debt, and the next statement is refused.
-listen victim 1500
-flood 1500 | as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres >/dev/null 2>"$DIR/p.err"
-for i in $(seq 1 300); do delivered 1500 && break; sleep 0.1; done
+# 3. A flooder with a small bucket (50 ms): what the delivery costs is debt, and the next statement is refused.
+#    (N notifications to ten listeners: their delivery alone took 150-170 ms of CPU in 2 above.)
+listen victim $N
+flood $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U small -d postgres >/dev/null 2>"$DIR/p.err"
+for i in $(seq 1 300); do delivered $N && break; sleep 0.1; done
 wait
 sleep 0.3
 t=$(tokens small)
