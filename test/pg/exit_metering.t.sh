@@ -42,23 +42,33 @@ SQL
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
 
 as_pg psql -X -q -h "$DIR" -p "$PORT" -U plain -d postgres -c "SELECT 1" >/dev/null  # plain's bucket
-# twins WHAT BEGIN END: the session that leaves its work to the exit against its twin that ends with END,
-# the median of three pairs' ratios (one pair read 0.74 to 1.41 over six runs: a session's 2 s move by a third)
+median() { tr ' ' '\n' <<<"$*" | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# The removal is most of each session (ROLLBACK: 1 580 of 1 817 ms here), so an exit left free reads about 0.13
+# against its twin; 0.65 still catches an exit charged half its work. A session's 2 s move by a third between
+# runs (one pair read 0.74 to 1.41 over six runs; CI read 0.73, 0.90 and 0.77 once), hence the median of
+# several pairs, their order alternated.
+# pairs N LEFT END: the median ratio of N pairs (session LEFT against its twin END) in $med, the twin's median
+# charge in $b
+pairs() {
+  local rs="" bs="" k
+  for k in $(seq 1 "$1"); do
+    if [ $((k % 2)) = 0 ]; then
+      b=$(charged plain "$3"); a=$(charged plain "$2")
+    else
+      a=$(charged plain "$2"); b=$(charged plain "$3")
+    fi
+    echo "# $(basename "$2" .sql): session charged $a ms; its twin that ends the work itself: $b ms"
+    rs="$rs $(ratio "$a" "$b")"; bs="$bs $b"
+  done
+  ratios=$rs; med=$(median $rs); b=$(median $bs)
+}
+# twins WHAT BEGIN END: the session that leaves its work to the exit against its twin that ends with END
 twins() {
   script left "$2" ""
   script ended "$2" "$3"
-  local rs="" k med
-  for k in 1 2 3; do
-    if [ "$k" = 2 ]; then
-      b=$(charged plain "$DIR/ended.sql"); a=$(charged plain "$DIR/left.sql")
-    else
-      a=$(charged plain "$DIR/left.sql"); b=$(charged plain "$DIR/ended.sql")
-    fi
-    echo "# $1: session charged $a ms; its twin that ends with $3 itself: $b ms"
-    rs="$rs $(ratio "$a" "$b")"
-  done
-  med=$(tr ' ' '\n' <<<"$rs" | grep . | sort -n | sed -n 2p)
-  check "the exit that $1 is charged (median ratio to the twin of$rs: $med >= 0.8)" fcmp "$med" ">=" 0.8
+  pairs 5 "$DIR/left.sql" "$DIR/ended.sql"
+  check "the exit that $1 is charged (median ratio to the twin that ends with ${3%;} of$ratios: $med >= 0.65)" \
+    fcmp "$med" ">=" 0.65
 }
 twins "removes a session's temporary tables" "" "DISCARD TEMP;"
 check "... and the twin's removal was real work (over 300 ms)" test "$b" -gt 300
@@ -71,10 +81,9 @@ one_message() {  # one_message NAME END
 }
 one_message left1 ""
 one_message ended1 "\\; DISCARD TEMP"
-a=$(charged plain "$DIR/left1.sql"); b=$(charged plain "$DIR/ended1.sql")
-echo "# one message: session charged $a ms; its twin that ends with DISCARD TEMP itself: $b ms"
-check "the exit after a single message that made the temporary tables is charged (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
-  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+pairs 3 "$DIR/left1.sql" "$DIR/ended1.sql"
+check "the exit after a single message that made the temporary tables is charged (median ratio to the twin of$ratios: $med >= 0.65)" \
+  fcmp "$med" ">=" 0.65
 
 # The same work ended within its statement by its own role's pg_terminate_backend, the session's first
 # (temp_buffers set at connection): the session never answered after its connection's ReadyForQuery, and
@@ -87,9 +96,9 @@ as_pg env PGOPTIONS="-c temp_buffers=10GB" psql -X -q -h "$DIR" -p "$PORT" -U pl
 BG_PIDS+=($!)
 check "... (a session terminated by its own role within its first statement)" terminate_in_sleep plain
 a=$(awk -v a="$t0" -v b="$(tokens plain)" 'BEGIN { printf "%.0f", a - b }')
-echo "# terminated within its first statement: session charged $a ms; the twin that ends with DISCARD TEMP: $b ms"
-check "a session terminated within its first statement pays for it and its exit (ratio to the twin $(ratio "$a" "$b") >= 0.8)" \
-  fcmp "$(ratio "$a" "$b")" ">=" 0.8
+echo "# terminated within its first statement: session charged $a ms; the twin that ends with DISCARD TEMP, median: $b ms"
+check "a session terminated within its first statement pays for it and its exit (ratio to the twin's median $(ratio "$a" "$b") >= 0.65)" \
+  fcmp "$(ratio "$a" "$b")" ">=" 0.65
 
 # A utility statement's own work (DO, CALL, CREATE INDEX, ...) is settled when it ends or fails; a FATAL ends
 # neither: a DO block terminated by its own role after a second's work was charged 9 ms.
