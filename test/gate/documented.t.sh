@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The gate's documentation against the gate: every YAML example in doc/ and the README is a
 # configuration `--check-config` accepts (an operator pastes them; the gate refuses unknown keys), and
-# the flag table of doc/gate.md lists exactly the flags `--help` shows.
+# the flag table of doc/gate.md lists exactly the flags `--help` shows, and every key the configuration
+# accepts is named in doc/.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
@@ -32,4 +33,5 @@ done <"$tmp/help.txt"
 while read -r f; do
   check "doc/gate.md's $f is a flag of the gate" grep -qx -- "$f" "$tmp/help.txt"
 done <"$tmp/doc.txt"
+python3 "$root/test/gate/documented_keys.py" "$root" || TAP_FAILED=1
 tap_exit
