@@ -3,7 +3,8 @@
 # doc/configuration.md with the server's default, range, values and context (and no row for a setting
 # the server does not have), every function, view and table of the extension in doc/sql-api.md (a
 # function that only backs a documented view excepted), no document calling a function the extension
-# lacks, and every SQLSTATE the extension's source raises in doc/errors.md.
+# lacks, every SQLSTATE the extension's source raises in doc/errors.md, and the delegation of grid builds
+# doc/sql-api.md describes.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -24,6 +25,21 @@ q "WITH ext AS (SELECT classid, objid FROM pg_depend
    SELECT CASE c.relkind WHEN 'v' THEN 'view' ELSE 'table' END, c.relname, false
      FROM ext JOIN pg_class c ON c.oid = ext.objid WHERE ext.classid = 'pg_class'::regclass
    ORDER BY 2" > "$DIR/objects.tsv"
+
+# doc/sql-api.md's delegation of throttle_density_build: EXECUTE alone is not enough, EXECUTE and the
+# table's privileges are, and a grantee still builds only from tables it may read.
+q "CREATE ROLE builder LOGIN; GRANT EXECUTE ON FUNCTION throttle_density_build(regclass, name) TO builder;
+   CREATE TABLE pois AS SELECT i, ST_SetSRID(ST_MakePoint(i % 100, i / 100), 3857)::geometry(Point, 3857) AS geom
+     FROM generate_series(1, 5000) i;
+   CREATE TABLE secret AS TABLE pois; GRANT SELECT ON pois TO builder" >/dev/null
+build() { as_pg psql -X -At -h "$DIR" -p "$PORT" -U builder -d postgres -c "SELECT throttle_density_build('$1', 'geom')" 2>&1; }
+check "throttle_density_build with EXECUTE only is refused (permission denied for table throttle_density)" \
+  grep -q "permission denied for table throttle_density" <<<"$(build pois)"
+q "GRANT SELECT, INSERT, DELETE ON throttle_density TO builder" >/dev/null
+out=$(build pois)
+check "... with the table's privileges too, the grantee builds a grid ($out cells)" test "${out:-0}" -gt 0 2>/dev/null
+check "... but not from a table it may not read" grep -q "permission denied for table secret" <<<"$(build secret)"
+
 errcodes="$(pg_config --includedir-server)/utils/errcodes.h"
 python3 "$root/test/pg/documented_check.py" "$root" "$DIR/settings.tsv" "$DIR/objects.tsv" "$errcodes" ||
   TAP_FAILED=1

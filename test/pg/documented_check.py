@@ -80,6 +80,10 @@ def check_settings(root, settings_tsv):
         check(name in documented, f"{name} has a row in doc/configuration.md")
     for name in sorted(documented):
         check(name in settings, f"doc/configuration.md's {name} is a setting the server has")
+    for path in sorted((root / "doc").glob("*.md")) + [root / "README.md"]:
+        named = set(re.findall(r"\bogc_throttle\.([a-z_]+)", path.read_text())) - {"so", "stat"}  # files
+        stale = sorted(n for n in named if "ogc_throttle." + n not in settings)
+        check(not stale, f"{path.relative_to(root)} names only settings the server has", ", ".join(stale))
     for name in sorted(set(settings) & set(documented)):
         s, d = settings[name], documented[name]
         if s["vartype"] in ("bool", "enum"):

@@ -159,6 +159,28 @@ charges=$(q "SELECT string_agg(round((600000 - tokens)::numeric, 2)::text, ' ' O
 echo "# 20 clients, one parse of 1 000 vertices each between other clients' messages: charged $charges"
 check "each client pays its own message, however small ($paid of 20 charged >= 0.1 ms)" test "$paid" -ge 19
 
+# A tile server's function layer (martin passes the request's query as a json argument) cannot name the
+# payer of its own statement: the payer is read as the statement starts, so a set_config() inside it moves
+# only the statements after it in its transaction (doc/pricing-hook.md, "pg_tileserv, martin, pg_featureserv").
+q "CREATE FUNCTION layer(z int, x int, y int, query_params json) RETURNS bigint LANGUAGE plpgsql AS \$f\$
+   BEGIN
+     PERFORM set_config('ogc_throttle.identity', query_params->>'OT_CLIENT', true);
+     RETURN (SELECT count(*) FROM generate_series(1, 3000000));
+   END \$f\$;
+   CREATE FUNCTION work() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM generate_series(1, 3000000)';
+   GRANT EXECUTE ON FUNCTION layer(int, int, int, json), work() TO pool" >/dev/null
+pool_tokens() { settled_tokens pool >/dev/null; q "SELECT coalesce((SELECT tokens FROM throttle_buckets WHERE identity = 'pool'), 600000)"; }
+pool0=$(pool_tokens)
+took=$(as_pg psql -X -q -h "$DIR" -p "$PORT" -U pool -d postgres -At -c '\timing on' -c "BEGIN" \
+  -c "SELECT layer(0, 0, 0, '{\"OT_CLIENT\": \"fnclient\"}')" -c "SELECT work()" -c "COMMIT" | ms_of)
+pool_paid=$(awk -v a="$pool0" -v b="$(pool_tokens)" 'BEGIN { printf "%.1f", a - b }')
+client_paid=$(q "SELECT coalesce(round((600000 - tokens)::numeric, 1), 0) FROM throttle_buckets WHERE identity = 'fnclient'")
+echo "# a function layer naming fnclient, then a statement after it: the pool paid $pool_paid ms, fnclient ${client_paid:-0} ms, of $took ms"
+check "a function that names a payer inside its statement does not move that statement's charge (the pool paid $pool_paid of $took ms)" \
+  awk -v p="$pool_paid" -v t="$took" 'BEGIN { exit !(t > 50 && p >= 0.35 * t && p <= 0.65 * t) }'
+check "... the statement after it in its transaction is charged to the named payer (fnclient ${client_paid:-0} of $took ms)" \
+  awk -v c="${client_paid:-0}" -v t="$took" 'BEGIN { exit !(t > 50 && c >= 0.35 * t && c <= 0.65 * t) }'
+
 # Control: a client's wait between its Parse and its Execute is not the server's work.
 before=$(tokens)
 r=$(ext "$DIR/one.sql" --prepare-then-wait 0.5)
