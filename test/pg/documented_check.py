@@ -93,7 +93,7 @@ def check_settings(root, settings_tsv):
         else:
             ok = same_number(number(d["default"], s["unit"]), float(s["boot"]))
         check(ok, f"{name}: the documented default is the server's", f"doc '{d['default']}', server '{s['boot']}'")
-        want = {"postmaster": "postmaster", "sighup": "sighup", "superuser": "superuser", "user": "user"}[s["context"]]
+        want = s["context"]  # (postmaster, sighup, superuser or user)
         ctx = d["context"]
         got = "sighup" if ctx.startswith("`postgresql.conf`") or ctx.startswith("sighup") else ctx.split()[0].strip(",")
         check(got == want, f"{name}: the documented context is the server's", f"doc '{ctx}', server '{want}'")
@@ -109,8 +109,8 @@ def check_settings(root, settings_tsv):
 
 
 def check_objects(root, objects_tsv):
-    objects = {}  # name -> kind; used_by_view: functions that only back a view
-    backing = set()
+    objects = {}  # name -> kind
+    backing = set()  # functions an extension view calls (documented through the view)
     for line in Path(objects_tsv).read_text().splitlines():
         kind, name, in_view = line.split("|")
         objects[name] = kind
