@@ -16,7 +16,8 @@
 # NPOINTS (200000), SCALE (pgbench -i scale, 1), GRID (1: a density grid for pts.geom on A),
 # CLIENTS (2: pgbench -c and -j; 1 leaves out what two backends sharing one bucket cost each other).
 # PGOPTIONS reaches every client of both clusters: PGOPTIONS='-c plan_cache_mode=force_generic_plan' times
-# generic plans (martin's prepared tile statements after their fifth execution) on A and B alike.
+# generic plans on A and B alike (what PostgreSQL may settle on for a prepared statement after its fifth
+# execution, a tile server's among them).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
