@@ -2,8 +2,9 @@
 # The gate's documentation against the gate: every YAML example in doc/ and the README is a
 # configuration `--check-config` accepts (an operator pastes them; the gate refuses unknown keys), and
 # the flag table of doc/gate.md lists exactly the flags `--help` shows, every key the configuration
-# accepts is named in doc/, and the metrics a gate exports are the ones doc/ names (a gate with every
-# feature that adds metrics: a redis-server store, charge: measured, one request settled).
+# accepts is named in doc/, the metrics a gate exports are the ones doc/ names (a gate with every
+# feature that adds metrics: a redis-server store, charge: measured, one request settled), and its
+# refusals are in the formats doc/gate.md's table of answers gives each protocol (documented_answers.py).
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
@@ -71,6 +72,7 @@ if gate_start "$tmp/g" "$G" "$A" "http://127.0.0.1:$ECHO" --config "$tmp/g.yaml"
   done >"$tmp/docmetrics.tap"
   cat "$tmp/docmetrics.tap"
   grep -q '^not ok' "$tmp/docmetrics.tap" && TAP_FAILED=1
+  python3 "$root/test/gate/documented_answers.py" "$root" "http://127.0.0.1:$G" || TAP_FAILED=1
 else
   not_ok "a gate with a redis store and charge: measured starts ($(head -n 2 "$tmp/g/gate.err"))"
 fi
