@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The gate's documentation against the gate: every YAML example in doc/ and the README is a
-# configuration `--check-config` accepts (an operator pastes them; the gate refuses unknown keys), and
-# the flag table of doc/gate.md lists exactly the flags `--help` shows, every key the configuration
-# accepts is named in doc/, the metrics a gate exports are the ones doc/ names (a gate with every
+# configuration `--check-config` accepts (an operator pastes them; the gate refuses unknown keys), the
+# flag table of doc/gate.md lists exactly the flags `--help` shows, with its defaults, every key the
+# configuration accepts is named in doc/, the metrics a gate exports are the ones doc/ names (a gate with every
 # feature that adds metrics: a redis-server store, charge: measured, one request settled), and its
 # refusals are in the formats doc/gate.md's table of answers gives each protocol (documented_answers.py).
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +38,7 @@ done <"$tmp/help.txt"
 while read -r f; do
   check "doc/gate.md's $f is a flag of the gate" grep -qx -- "$f" "$tmp/help.txt"
 done <"$tmp/doc.txt"
+"$GATE_BIN" --help 2>&1 | python3 "$root/test/gate/documented_defaults.py" "$root" || TAP_FAILED=1
 python3 "$root/test/gate/documented_keys.py" "$root" || TAP_FAILED=1
 
 redis-server --port "$REDIS" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 & pids+=($!)
