@@ -159,11 +159,13 @@ check "(control) in log mode nothing is charged" awk -v s="$(spent_since "$befor
 q "ALTER ROLE wr SET ogc_throttle.mode = 'reject'; ALTER ROLE wr SET ogc_throttle.capacity = 1" >/dev/null
 q "SELECT throttle_reset('wr')" >/dev/null
 n0=$(q "SELECT count(*) FROM w")
-args=(); for k in $(seq 1 20); do args+=(-c "INSERT INTO w VALUES ($k)"); done
+args=(); for k in $(seq 1 60); do args+=(-c "INSERT INTO w VALUES ($k)"); done
 u "${args[@]}" >/dev/null
 n1=$(q "SELECT count(*) FROM w")
-echo "# capacity 1 ms, 20 one-row INSERTs: rows $n0 -> $n1, tokens $(tokens); $(head -n1 "$DIR/u.err")"
-check "on a 1 ms budget, the commits' flushes put the bucket in debt and later INSERTs are refused" \
-  awk -v a="$n0" -v b="$n1" 'BEGIN { exit !(b > a && b <= a + 10) }'
+echo "# capacity 1 ms, 60 one-row INSERTs: rows $n0 -> $n1, tokens $(tokens); $(head -n1 "$DIR/u.err")"
+# How many a 1 ms bucket admits is 1 ms over what each costs at that moment (0.05 to 0.5 ms a one-row INSERT
+# on one VM within a minute, as its disk was busy or not): some are admitted, then the debt refuses the rest.
+check "on a 1 ms budget, write transactions put the bucket in debt and later INSERTs are refused ($((n1 - n0)) of 60 admitted)" \
+  awk -v a="$n0" -v b="$n1" 'BEGIN { exit !(b > a && b < a + 60) }'
 check "... with the refusal SQLSTATE's message" grep -q 'ogc_throttle: statement refused' "$DIR/u.err"
 tap_exit
