@@ -99,6 +99,29 @@ u -c "CREATE INDEX ON pts USING gist (g)" >/dev/null
 check "in debt, CREATE INDEX is refused with 53T01" grep -q 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err"
 r=$(u -c "BEGIN" -c "SET LOCAL work_mem = '8MB'" -c "SHOW work_mem" -c "COMMIT")
 check_eq "in debt, BEGIN, SET, SHOW and COMMIT still work" "8MB" "$r"
+# Other utility statements do their work before anything times them (PREPARE and CREATE VIEW analyse a query:
+# a literal's input function runs there): refused while in debt, before that work. 20 PREPAREs of a
+# 200 000-point literal ran 1 130 ms for a role 100 ms in debt.
+python3 -c "print('PREPARE big AS SELECT ST_NPoints(\'LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(200000)) + ')\'::geometry);')" \
+  >"$DIR/prepare.sql"
+chmod 644 "$DIR/prepare.sql"
+# what one takes analysed, at the client (postgres is not metered)
+full=$(pg_psql "$DIR" "$PORT" -d postgres -At -c '\timing on' -f "$DIR/prepare.sql" | awk '/^Time:/ { print $2 }')
+t0=$(tokens)
+u -f "$DIR/prepare.sql" -f "$DIR/prepare.sql" -f "$DIR/prepare.sql" >/dev/null
+refused=$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")
+spent=$(spent_since "$t0")
+echo "# in debt, three PREPAREs of a 200 000-point literal: $refused refused, charged $spent ms; one analysed: ${full:-?} ms"
+check "in debt, a PREPARE is refused with 53T01 ($refused of 3)" test "$refused" = 3
+check "... before its analysis (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
+  awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+u -c "CREATE TABLE t_debt (i int)" -c "CREATE VIEW v_debt AS SELECT 1 AS one" -c "NOTIFY jobs" -c "COMMENT ON TABLE pts IS 'x'" >/dev/null
+check "... and so are CREATE TABLE, CREATE VIEW, NOTIFY and COMMENT ($(grep -c 'statement refused' "$DIR/u.err") of 4)" \
+  test "$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")" = 4
+r=$(u -c "LISTEN jobs" -c "UNLISTEN *" -c "DEALLOCATE ALL" -c "DISCARD ALL" -c "BEGIN" -c "SAVEPOINT s" -c "RELEASE s" \
+      -c "CLOSE ALL" -c "ROLLBACK" -c "SET work_mem = '9MB'" -c "SHOW work_mem")
+check_eq "... while LISTEN, UNLISTEN, DEALLOCATE, DISCARD, savepoints and CLOSE still work$(head -n 1 "$DIR/u.err" | sed 's/^/: /')" \
+  "9MB" "$r"
 q "ALTER ROLE util SET ogc_throttle.capacity = 60000; ALTER ROLE util RESET ogc_throttle.cutoff_grace" >/dev/null
 
 # --- planning alone is server time: charged, and refused in debt ----------------------------------------
