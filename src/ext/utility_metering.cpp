@@ -107,13 +107,19 @@ bool metered_here(const PlannedStmt* pstmt) {
            !IsParallelWorker() && shared_memory_ready();
 }
 
-// What a session in debt may still do: end its transaction, name its payer (SET), let go of what it
-// holds (DEALLOCATE, CLOSE, DISCARD, UNLISTEN), and the statements metered elsewhere, whose meters refuse
-// them while in debt: an EXECUTE's statement, a FETCH's pass, EXPLAIN's and DECLARE's planning.
+// What a session in debt may still do: end its transaction, name its payer or change its settings (SET,
+// ALTER ROLE … SET), let go of what it holds (DEALLOCATE, CLOSE, DISCARD, UNLISTEN; DROP and TRUNCATE,
+// which also end the upkeep autovacuum charges an owner for), and the statements metered elsewhere, whose
+// meters refuse them while in debt: an EXECUTE's statement, a FETCH's pass, EXPLAIN's and DECLARE's planning.
 inline bool never_refused(NodeTag tag) {
     switch (tag) {
+        case T_DropStmt:
+        case T_DropOwnedStmt:
+        case T_TruncateStmt:
         case T_TransactionStmt:
         case T_VariableSetStmt:
+        case T_AlterRoleSetStmt:
+        case T_AlterDatabaseSetStmt:
         case T_VariableShowStmt:
         case T_ConstraintsSetStmt:
         case T_DeallocateStmt:

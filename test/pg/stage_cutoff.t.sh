@@ -132,6 +132,7 @@ for spelled in "sleepy[]|'{5000}'" "sleepy2|'5000'" "with_sleepy|'(5000)'"; do
 done
 # A CHECK whose function catches its cancel (53T01, inside its own subtransactions) goes no further:
 # the queries it runs after it are refused (the bucket is in debt), and so is the EXECUTE.
+reset  # (in debt, the CREATE DOMAIN would be refused)
 p -c 'CREATE DOMAIN stubd AS int CHECK (stubborn(VALUE) >= 0)' >/dev/null
 reset
 out=$(p -c "PREPARE s(stubd) AS SELECT \$1" -c "EXECUTE s(200)" -c "SELECT 'after'")
