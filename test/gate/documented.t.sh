@@ -2,9 +2,9 @@
 # The gate's documentation against the gate: every YAML example in doc/ and the README is a
 # configuration `--check-config` accepts (an operator pastes them; the gate refuses unknown keys), the
 # flag table of doc/gate.md lists exactly the flags `--help` shows, with its defaults, every key the
-# configuration accepts is named in doc/, the metrics a gate exports are the ones doc/ names (a gate with every
-# feature that adds metrics: a redis-server store, charge: measured, one request settled), and its
-# refusals are in the formats doc/gate.md's table of answers gives each protocol (documented_answers.py).
+# configuration accepts is named in doc/, the metrics a gate exports are the ones doc/ names (a gate
+# with every feature that adds metrics: a redis-server store, charge: measured, one request settled),
+# and its refusals are in the formats doc/gate.md's table of answers gives each protocol.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/test/lib/tap.sh"
 . "$root/test/gate/lib/gate.sh"
