@@ -147,9 +147,12 @@ SELECT identity FROM throttle_peek();
 \c - postgres
 -- Per-identity statistics of the hook (statements counted since the stats reset above).
 -- A session's admitted statements reach them in batches, the last when it
--- exits: psql's \c closes the old session without waiting for it.
+-- exits: psql's \c closes the old session without waiting for it. (A
+-- transaction reads pg_stat_activity once and keeps what it read: each turn
+-- clears that, or a session still exiting at the first read is waited for 30 s.)
 DO $$BEGIN
   FOR i IN 1..3000 LOOP
+    PERFORM pg_stat_clear_snapshot();
     EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE usename IN ('regress_ot_tiles', 'regress_ot_pool'));
     PERFORM pg_sleep(0.01);
   END LOOP;
