@@ -272,9 +272,7 @@ void begin_conversion_stage() {
         return;
     const IdentityKey& id = own_identity();
     const core::Budget b = usable_budget();
-    double tokens = mode == Mode::Reject ? bucket_quick_admit_inline(id, b, identity_serial(id)) : -1;
-    if (tokens < 0) tokens = admit_further_pass(id, b, mode);
-    stage_begin(Stage::Conversion, id, b, mode, tokens);
+    stage_begin(Stage::Conversion, id, b, mode, admit_unless_in_debt(id, b, identity_serial(id), mode));
 }
 
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode) {

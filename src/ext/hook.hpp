@@ -26,6 +26,12 @@ void begin_conversion_stage();
 // Admits a further pass (a FETCH) of an open cursor: refused while the bucket
 // is in debt. Returns the tokens left.
 double admit_further_pass(const IdentityKey& id, core::Budget b, Mode mode);
+// The same, where the debt board proves most buckets out of debt in reject mode
+// without a call or a visit to the bucket (serial: identity_serial() of id).
+inline double admit_unless_in_debt(const IdentityKey& id, core::Budget b, std::uint64_t serial, Mode mode) {
+    const double tokens = mode == Mode::Reject ? bucket_quick_admit_inline(id, b, serial) : -1;
+    return tokens >= 0 ? tokens : admit_further_pass(id, b, mode);
+}
 // This role's budget; ERROR (22023) when the spend path cannot represent it.
 // The settings change seldom: the last budget found usable needs no second
 // look (inline, every statement asks); usable_budget_check() looks.

@@ -57,10 +57,8 @@ PlannedStmt* on_planner(Query* parse, const char* query, int options, ParamListI
     pl.id = own;
     pl.b = usable_budget();
     pl.mode = current_mode();
-    // Refused while in debt. The debt board proves most buckets out of debt
-    // without a call or a visit to the bucket, as for an unpriced statement.
-    double tokens = pl.mode == Mode::Reject ? bucket_quick_admit_inline(own, pl.b, pl.serial) : -1;
-    if (tokens < 0) tokens = admit_further_pass(pl.id, pl.b, pl.mode);
+    // Refused while in debt.
+    const double tokens = admit_unless_in_debt(pl.id, pl.b, pl.serial, pl.mode);
     INSTR_TIME_SET_CURRENT(pl.start);
     pl.metered_before = measured_so_far_ms();
     PlannedStmt* out = nullptr;

@@ -143,10 +143,7 @@ __attribute__((noinline)) void admit_unmetered_slow() {
         !IsTransactionState() || !shared_memory_ready())
         return;
     const IdentityKey& id = own_identity();
-    const core::Budget b = usable_budget();
-    const Mode mode = current_mode();
-    if (mode == Mode::Reject && bucket_quick_admit_inline(id, b, identity_serial(id)) >= 0) return;
-    (void)admit_further_pass(id, b, mode);
+    (void)admit_unless_in_debt(id, usable_budget(), identity_serial(id), current_mode());
 }
 
 inline void admit_unmetered(const Node* stmt) {
