@@ -21,7 +21,7 @@
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
 # installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's),
-# A_CONF (more settings for the hook's runs, as in run.sh: 'ogc_throttle.lazy_pricing = on; ...'),
+# A_CONF (more settings for the hook's runs, as in run.sh: 'ogc_throttle.lazy_pricing = off; ...'),
 # PLANS (generic or custom: plan_cache_mode for both runs; unset, the planner replans every EXECUTE
 # of these statements over this data, as pgbench -M prepared sessions do).
 set -uo pipefail

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Cost of the pricing hook (issue 3), from one run: two clusters side by side,
 #   A  ogc_throttle preloaded, ogc_throttle.mode = 'reject' with a budget nothing
-#      ever exhausts, so every statement takes the full path (plan walk, argument
-#      evaluation, pricing, spend, timing, the cut-off timer, the true-up: the
-#      refill of 500 ms/s is below one core, so the cut-off timer is armed);
+#      ever exhausts and the other settings at their defaults: every statement is
+#      admitted, timed and trued up (the refill of 500 ms/s is below one core, so the
+#      cut-off timer is armed), and, under lazy pricing, one PostGIS statement in 16
+#      is priced (A_CONF='ogc_throttle.lazy_pricing = off': every one, the plan walk,
+#      argument evaluation and pricing included);
 #   B  the same PostgreSQL without the library,
 # same data, same settings otherwise. pgbench -M prepared, 2 clients, alternating
 # A/B over several rounds, for select-only (-S, nothing to price) and a PostGIS
@@ -160,7 +162,7 @@ echo "#   after select-only, ${CLIENTS}x500 tx: ${s1[*]}   (priced +$sel_priced)
 echo "#   after PostGIS,     ${CLIENTS}x500 tx: ${s2[*]}   (priced +$gis_priced, spends +$gis_spends; 2 statements per tx)"
 hook_ok=yes
 [ "$sel_priced" = 0 ] || { hook_ok=no; echo "#   UNEXPECTED: select-only statements were priced"; }
-# With ogc_throttle.lazy_pricing on, a full bucket prices one statement in lazy_sample_every (16).
+# With ogc_throttle.lazy_pricing on (the default), a full bucket prices one statement in lazy_sample_every (16).
 statements=$((CLIENTS * 1000))
 want_priced=$statements
 if [ "$(qa 'SHOW ogc_throttle.lazy_pricing')" = on ]; then

@@ -28,7 +28,7 @@ double setting_wal_decode_cost = 0.012;
 double setting_wal_archive_cost = 0.001;
 int setting_max_samples = 10000;
 bool setting_calibration_samples = true;
-bool setting_lazy_pricing = false;
+bool setting_lazy_pricing = true;
 int setting_lazy_sample_every = 16;
 
 // Read inline through settings.hpp's accessors (every statement reads them).

@@ -146,7 +146,10 @@ check_eq "an ordinary role cannot calibrate" "42501" \
 # out of the store.
 q "CREATE ROLE poisoner LOGIN; GRANT SELECT ON pts TO poisoner;
    ALTER ROLE poisoner SET ogc_throttle.mode = 'reject'; ALTER ROLE poisoner SET ogc_throttle.capacity = 1000000;
-   ALTER ROLE poisoner SET ogc_throttle.rate = 0.01; ALTER ROLE poisoner SET ogc_throttle.calibration_samples = off" >/dev/null
+   ALTER ROLE poisoner SET ogc_throttle.rate = 0.01; ALTER ROLE poisoner SET ogc_throttle.calibration_samples = off;
+   ALTER ROLE poisoner SET ogc_throttle.lazy_pricing = off" >/dev/null
+# (lazy pricing off: with it, the default, a full bucket prices and samples one statement in 16, and
+# 'none left' would say little)
 as_poisoner() { as_pg psql -X -h "$DIR" -p "$PORT" -U poisoner -d postgres -At -v VERBOSITY=verbose -c "$1" 2>&1; }
 poison() {
   local i sql=""

@@ -9,9 +9,10 @@
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
+# (Estimates are read here, so every statement is priced: lazy pricing off.)
 cluster_up 55484 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0" \
   "ogc_throttle.mode = 'reject'" "ogc_throttle.capacity = 1000000" "ogc_throttle.rate = 999" \
-  "ogc_throttle.cost_max = 100000"
+  "ogc_throttle.cost_max = 100000" "ogc_throttle.lazy_pricing = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle;
    CREATE TABLE pts AS SELECT i AS id, ST_SetSRID(ST_MakePoint(random(), random()), 4326) AS geom
      FROM generate_series(1, 100000) i;
