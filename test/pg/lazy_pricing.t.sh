@@ -8,11 +8,13 @@ set -uo pipefail
 
 cluster_up 55496 "shared_preload_libraries = 'ogc_throttle'" "ogc_throttle.mode = 'reject'" \
   "ogc_throttle.capacity = 10000" "ogc_throttle.rate = 0.01" "ogc_throttle.cost_max = 500" \
-  "ogc_throttle.charge_connection = off" "ogc_throttle.lazy_pricing = on" "ogc_throttle.lazy_sample_every = 0" \
+  "ogc_throttle.charge_connection = off" "ogc_throttle.lazy_sample_every = 0" \
   "ogc_throttle.radius_fixed_cost = 300"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle; CREATE ROLE plain LOGIN;
    CREATE TABLE pts AS SELECT i, ST_SetSRID(ST_MakePoint(i * 0.001, 0), 4326) AS geom FROM generate_series(1, 1000) i;" \
   >/dev/null || { not_ok "setup"; tap_exit; }
+
+check_eq "lazy pricing is on by default (nothing sets it here)" on "$(q "SHOW ogc_throttle.lazy_pricing")"
 
 STMT="SELECT count(*) FROM pts WHERE ST_DWithin(geom::geography, 'SRID=4326;POINT(0 0)'::geography, 500)"
 priced() { q "SELECT statements_priced FROM throttle_stats"; }
