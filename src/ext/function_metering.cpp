@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
@@ -82,11 +83,36 @@ bool in_fastpath() {
     return MyBEEntry != nullptr && MyBEEntry->st_state == STATE_FASTPATH && MyBackendType == B_BACKEND;
 }
 
+// No meter holds the clock: no pass, no planning, no pricing, and (tested
+// first, by the callers) no executor start, which initializes the plan's
+// functions before any pass of its statement has begun.
+inline bool outside_every_meter() {
+    return metering_idle() && !planning_in_progress() && !pricing_in_progress() && MyBackendType == B_BACKEND;
+}
+
+// Parse analysis runs a literal's input function before any hook of ours
+// (a 200 000-point geometry's: ~55 ms), and a Bind converts its text
+// parameters the same way, outside every meter: a client in debt was refused
+// each such statement only after that work (charged, but done). While the
+// identity's bucket may be in debt, a non-built-in function looked up there is
+// hooked, and its call admitted before it runs (call_outside_meters).
+// Out of debt this is the debt board's quick look: no hook, no call cost.
+bool may_owe_outside_meters() {
+    if (executor_starting() || !outside_every_meter() || !IsTransactionState() || IsParallelWorker() ||
+        !shared_memory_ready())
+        return false;
+    const Mode mode = current_mode();
+    if ((mode != Mode::Reject && mode != Mode::Delay) || !true_up_enabled()) return false;
+    const IdentityKey& id = own_identity();
+    return bucket_quick_admit_inline(id, usable_budget(), identity_serial(id)) < 0;
+}
+
 // Every non-built-in function looked up while a fast-path message is served
 // is watched: the called function, its arguments' input functions, what runs
 // at the commit that ends the message.
 bool needs_hook(Oid fn) {
-    return (prev_needs != nullptr && prev_needs(fn)) || in_fastpath() || returns_trigger(fn);
+    return (prev_needs != nullptr && prev_needs(fn)) || in_fastpath() || returns_trigger(fn) ||
+           may_owe_outside_meters();
 }
 
 // The call being metered (its FmgrInfo: START, END and ABORT of one call
@@ -101,7 +127,23 @@ bool meters_here(Oid fn) {
            true_up_enabled() && !IsParallelWorker() && shared_memory_ready() && (in_fastpath() || returns_trigger(fn));
 }
 
+// A call hooked by may_owe_outside_meters (or any hooked call that runs
+// outside every meter and is not metered itself): admitted as a further pass
+// is, so refused (53T01) in debt in reject mode, waited for in delay mode,
+// before the function runs. Its time stays the message's, charged at its answer.
+__attribute__((noinline, cold)) void call_outside_meters() {
+    const Mode mode = current_mode();
+    if ((mode != Mode::Reject && mode != Mode::Delay) || !true_up_enabled() || !IsTransactionState() ||
+        IsParallelWorker() || !shared_memory_ready())
+        return;
+    const IdentityKey& id = own_identity();
+    admit_unless_in_debt(id, usable_budget(), identity_serial(id), mode);
+}
+
 void start(const FmgrInfo* call) {
+    if (metered_call == nullptr && !executor_starting() && outside_every_meter() && !in_fastpath() &&
+        !returns_trigger(call->fn_oid))
+        return call_outside_meters();
     if (!meters_here(call->fn_oid)) return;
     const IdentityKey id = own_identity();
     const core::Budget b = usable_budget();
@@ -188,13 +230,6 @@ __attribute__((noinline, cold)) void judge_fastpath_call(Oid fn) {
              errdetail("A built-in function called through the fast-path protocol runs outside any statement, where "
                        "ogc_throttle cannot measure it; only the large-object functions are served this way."),
              errhint("Call it in a statement: SELECT %s(...).", name ? name : "the function")));
-}
-
-// No meter holds the clock: no pass, no planning, no pricing, and (tested
-// first, by the callers) no executor start, which initializes the plan's
-// functions before any pass of its statement has begun.
-inline bool outside_every_meter() {
-    return metering_idle() && !planning_in_progress() && !pricing_in_progress() && MyBackendType == B_BACKEND;
 }
 
 // A function is about to run outside any statement: a fast-path call's own is

@@ -6,7 +6,8 @@
 # indexes, looping in PL/pgSQL, or asking to EXPLAIN a many-way join.
 # In debt, every other utility statement is refused before its work (PREPARE's
 # analysis); transaction control, SET and letting go of what a session holds
-# never are.
+# never are; and a literal's or a Bind parameter's input function, which runs
+# before any of the statement's meters, is refused before it parses.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 cluster_up 55484 "shared_preload_libraries = 'ogc_throttle'" "max_parallel_workers_per_gather = 0" \
@@ -118,6 +119,38 @@ echo "# in debt, three PREPAREs of a 200 000-point literal: $refused refused, ch
 check "in debt, a PREPARE is refused with 53T01 ($refused of 3)" test "$refused" = 3
 check "... before its analysis (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
   awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+# A plain SELECT of that literal is analysed before any hook of the statement runs (the raw parse, then the
+# literal's input function), and a Bind converts a text parameter the same way: in debt, that input function
+# is refused before it runs. (20 such SELECTs ran 1 130 ms of backend CPU for a role 100 ms in debt, each
+# refused only after its analysis.)
+sed 's/^PREPARE big AS //' "$DIR/prepare.sql" >"$DIR/select.sql"
+t0=$(tokens)
+u -f "$DIR/select.sql" -f "$DIR/select.sql" -f "$DIR/select.sql" >/dev/null
+refused=$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")
+spent=$(spent_since "$t0")
+echo "# in debt, three SELECTs of the literal: $refused refused, charged $spent ms; one PREPARE analysed: ${full:-?} ms"
+check "in debt, a SELECT of a 200 000-point literal is refused with 53T01 ($refused of 3)" test "$refused" = 3
+check "... before the literal's input function ran (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
+  awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
+python3 -c "print('LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(200000)) + ')', end='')" >"$DIR/big.wkt"
+echo 'SELECT ST_NPoints($1::geometry)' >"$DIR/bind.sql"
+chmod 644 "$DIR/big.wkt" "$DIR/bind.sql"
+r=$(as_pg python3 "$PQEXEC" "host=$DIR port=$PORT user=util dbname=postgres" "$DIR/bind.sql" "$DIR/big.wkt" --backend-cpu)
+cpu=$(sed -n 's/^backend_cpu //p' <<<"$r"); r=$(head -n 1 <<<"$r")
+echo "# in debt, the literal as a Bind's text parameter: ${r:0:100}; the backend ran $cpu ms on a CPU"
+check "... and as a Bind's text parameter: refused with 53T01" grep -q '^error 53T01 ' <<<"$r"
+check "... before its conversion (the backend ran ${cpu:-?} ms on a CPU, under half of ${full:-?})" \
+  awk -v c="${cpu:-}" -v f="${full:-0}" 'BEGIN { exit !(c != "" && f > 0 && c < 0.5 * f) }'
+# delay mode: the input function waits for its turn; a turn beyond max_delay (this debt at 0.01 ms/s) is refused at once
+q "ALTER ROLE util SET ogc_throttle.mode = 'delay'" >/dev/null
+t0=$(tokens)
+u -f "$DIR/select.sql" >/dev/null
+spent=$(spent_since "$t0")
+check "in delay mode, a turn past max_delay is refused with 53T01 before the literal is parsed (charged $spent ms)" \
+  awk -v s="$spent" -v f="${full:-0}" -v r="$(grep -c '53T01: ogc_throttle: statement refused: identity "util" would wait longer' "$DIR/u.err")" \
+  'BEGIN { exit !(r == 1 && f > 0 && s < 0.5 * f) }'
+q "ALTER ROLE util SET ogc_throttle.mode = 'reject'" >/dev/null
 u -c "CREATE TABLE t_debt (i int)" -c "CREATE VIEW v_debt AS SELECT 1 AS one" -c "NOTIFY jobs" -c "COMMENT ON TABLE pts IS 'x'" >/dev/null
 check "... and so are CREATE TABLE, CREATE VIEW, NOTIFY and COMMENT ($(grep -c 'statement refused' "$DIR/u.err") of 4)" \
   test "$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")" = 4
