@@ -111,27 +111,26 @@ python3 -c "print('PREPARE big AS SELECT ST_NPoints(\'LINESTRING(' + ','.join('%
 chmod 644 "$DIR/prepare.sql"
 # what one takes analysed, at the client (postgres is not metered)
 full=$(pg_psql "$DIR" "$PORT" -d postgres -At -c '\timing on' -f "$DIR/prepare.sql" | awk '/^Time:/ { print $2 }')
-t0=$(tokens)
-u -f "$DIR/prepare.sql" -f "$DIR/prepare.sql" -f "$DIR/prepare.sql" >/dev/null
-refused=$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")
-spent=$(spent_since "$t0")
-echo "# in debt, three PREPAREs of a 200 000-point literal: $refused refused, charged $spent ms; one analysed: ${full:-?} ms"
-check "in debt, a PREPARE is refused with 53T01 ($refused of 3)" test "$refused" = 3
-check "... before its analysis (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
-  awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+# refused_thrice FILE WHAT BEFORE: FILE run three times in debt, each refused with 53T01 and charged under
+# half of what one PREPARE analysed took (full)
+refused_thrice() {
+  local t0 refused spent
+  t0=$(tokens)
+  u -f "$1" -f "$1" -f "$1" >/dev/null
+  refused=$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")
+  spent=$(spent_since "$t0")
+  echo "# in debt, three ${2}s of the literal: $refused refused, charged $spent ms; one PREPARE analysed: ${full:-?} ms"
+  check "in debt, a $2 of a 200 000-point literal is refused with 53T01 ($refused of 3)" test "$refused" = 3
+  check "... $3 (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
+    awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+}
+refused_thrice "$DIR/prepare.sql" PREPARE "before its analysis"
 # A plain SELECT of that literal is analysed before any hook of the statement runs (the raw parse, then the
 # literal's input function), and a Bind converts a text parameter the same way: in debt, that input function
 # is refused before it runs. (20 such SELECTs ran 1 130 ms of backend CPU for a role 100 ms in debt, each
 # refused only after its analysis.)
 sed 's/^PREPARE big AS //' "$DIR/prepare.sql" >"$DIR/select.sql"
-t0=$(tokens)
-u -f "$DIR/select.sql" -f "$DIR/select.sql" -f "$DIR/select.sql" >/dev/null
-refused=$(grep -c 'ERROR:  53T01: ogc_throttle: statement refused' "$DIR/u.err")
-spent=$(spent_since "$t0")
-echo "# in debt, three SELECTs of the literal: $refused refused, charged $spent ms; one PREPARE analysed: ${full:-?} ms"
-check "in debt, a SELECT of a 200 000-point literal is refused with 53T01 ($refused of 3)" test "$refused" = 3
-check "... before the literal's input function ran (each charged $(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 3 }') ms, under half of ${full:-?})" \
-  awk -v s="$spent" -v f="${full:-0}" 'BEGIN { exit !(f > 0 && s / 3 < 0.5 * f) }'
+refused_thrice "$DIR/select.sql" SELECT "before the literal's input function ran"
 PQEXEC=$(pg_readable_copy "$root/test/pg/pqexec.py")
 python3 -c "print('LINESTRING(' + ','.join('%d %d' % (i, i) for i in range(200000)) + ')', end='')" >"$DIR/big.wkt"
 echo 'SELECT ST_NPoints($1::geometry)' >"$DIR/bind.sql"
