@@ -97,12 +97,16 @@ inline bool outside_every_meter() {
 // identity's bucket may be in debt, a non-built-in function looked up there is
 // hooked, and its call admitted before it runs (call_outside_meters).
 // Out of debt this is the debt board's quick look: no hook, no call cost.
-bool may_owe_outside_meters() {
-    if (executor_starting() || !outside_every_meter() || !IsTransactionState() || IsParallelWorker() ||
-        !shared_memory_ready())
-        return false;
+// Where an admission may refuse or delay: reject or delay mode with true-up,
+// in a transaction, in a client's own backend.
+inline bool admissions_apply() {
     const Mode mode = current_mode();
-    if ((mode != Mode::Reject && mode != Mode::Delay) || !true_up_enabled()) return false;
+    return (mode == Mode::Reject || mode == Mode::Delay) && true_up_enabled() && IsTransactionState() &&
+           !IsParallelWorker() && shared_memory_ready();
+}
+
+bool may_owe_outside_meters() {
+    if (executor_starting() || !outside_every_meter() || !admissions_apply()) return false;
     const IdentityKey& id = own_identity();
     return bucket_quick_admit_inline(id, usable_budget(), identity_serial(id)) < 0;
 }
@@ -132,12 +136,9 @@ bool meters_here(Oid fn) {
 // is, so refused (53T01) in debt in reject mode, waited for in delay mode,
 // before the function runs. Its time stays the message's, charged at its answer.
 __attribute__((noinline, cold)) void call_outside_meters() {
-    const Mode mode = current_mode();
-    if ((mode != Mode::Reject && mode != Mode::Delay) || !true_up_enabled() || !IsTransactionState() ||
-        IsParallelWorker() || !shared_memory_ready())
-        return;
+    if (!admissions_apply()) return;
     const IdentityKey& id = own_identity();
-    admit_unless_in_debt(id, usable_budget(), identity_serial(id), mode);
+    admit_unless_in_debt(id, usable_budget(), identity_serial(id), current_mode());
 }
 
 void start(const FmgrInfo* call) {
