@@ -22,7 +22,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'
 PM=$(head -1 "$DIR/data/postmaster.pid")
 reaped_ms() { awk '{ print ($16 + $17) * 1000 / '"$(getconf CLK_TCK)"' }' "/proc/$PM/stat"; }
 # quiet: waits for the test's own superuser sessions (tokens(), q) to end, before reaped_ms is read: one reaped
-# after would count as the flooder's CPU (10-15 ms each on this VM; it once made a 0.87 read 0.78)
+# after would count as the flooder's CPU (a session's set-up is 10-14 ms of CPU on a shared 2-core VM)
 quiet() {
   local k
   for k in $(seq 1 100); do pgrep -P "$PM" -f '^postgres: postgres ' >/dev/null || return 0; sleep 0.05; done
