@@ -16,7 +16,10 @@
 # Not part of the tests. Everything started is stopped on exit.
 # Knobs (environment): ROUNDS (5), SECS per pgbench run (6), OFF_ROUNDS (1), CONNECT_ROUNDS (3), A_CONF,
 # NPOINTS (200000), SCALE (pgbench -i scale, 1), GRID (1: a density grid for pts.geom on A),
-# CLIENTS (2: pgbench -c and -j; 1 leaves out what two backends sharing one bucket cost each other).
+# CLIENTS (2: pgbench -c and -j; 1 leaves out what two backends sharing one bucket cost each other),
+# IDENTITIES (1: every client logs in as the same role, one bucket for all, as a pool's connections share one;
+# CLIENTS: each client its own login role and pgbench process, so no two backends visit one bucket: the two
+# settings' difference is what sharing a bucket costs).
 # PGOPTIONS reaches every client of both clusters: PGOPTIONS='-c plan_cache_mode=force_generic_plan' times
 # generic plans on A and B alike (what PostgreSQL may settle on for a prepared statement after its fifth
 # execution, a tile server's among them).
@@ -32,6 +35,8 @@ CONNECT_ROUNDS=${CONNECT_ROUNDS:-3}
 NPOINTS=${NPOINTS:-200000}
 SCALE=${SCALE:-1}
 CLIENTS=${CLIENTS:-2}
+IDENTITIES=${IDENTITIES:-1}
+[ "$IDENTITIES" = 1 ] || [ "$IDENTITIES" = "$CLIENTS" ] || { echo "run.sh: IDENTITIES is 1 or CLIENTS" >&2; exit 2; }
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 [ -x "$PGBENCH" ] || PGBENCH="$PGBIN/pgbench"
 # Unix sockets only (listen_addresses = ''), each in its own private directory;
@@ -89,6 +94,10 @@ for c in A B; do
   psql_to "$d" "$p" 300 -d postgres -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null ||
     die "setup.sql failed on $c"
   psql_to "$d" "$p" 120 -d postgres -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null || die "vacuum failed on $c"
+  # IDENTITIES=CLIENTS: one login role per client, superusers as postgres is (metered alike)
+  for i in $(seq 0 $((CLIENTS - 1))); do
+    psql_to "$d" "$p" 60 -d postgres -c "CREATE ROLE bench_client_$i LOGIN SUPERUSER" >/dev/null || die "role failed on $c"
+  done
 done
 qa "CREATE EXTENSION ogc_throttle" >/dev/null || die "CREATE EXTENSION ogc_throttle failed on A"
 # GRID=1 (default): the density grid doc/cost-model.md tells an operator to build for a searched
@@ -128,8 +137,22 @@ pgbench_run() {
   local pm base t0 t1 ntx
   pm=$(postmaster_pid "$d"); base=$(nchildren "$pm"); t0=$(children_ticks "$pm")
   # One seed for the run: A and B get the same sequence of random arguments.
-  bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" --random-seed="$PGBENCH_SEED" "${len[@]}" "${script[@]}" \
-    -h "$d" -p "$p" -U postgres postgres >"$work/last_pgbench.log" 2>&1
+  if [ "$IDENTITIES" = 1 ]; then
+    bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c "$CLIENTS" -j "$CLIENTS" --random-seed="$PGBENCH_SEED" "${len[@]}" "${script[@]}" \
+      -h "$d" -p "$p" -U postgres postgres >"$work/last_pgbench.log" 2>&1
+  else
+    # one pgbench process per client and role, at once; their tps and transactions add up
+    local i pids=()
+    for i in $(seq 0 $((CLIENTS - 1))); do
+      bounded $((SECS + 90)) "$PGBENCH" -n -M prepared -c 1 -j 1 --random-seed=$((PGBENCH_SEED + i)) "${len[@]}" "${script[@]}" \
+        -h "$d" -p "$p" -U "bench_client_$i" postgres >"$work/last_pgbench.$i.log" 2>&1 &
+      pids+=($!)
+    done
+    wait "${pids[@]}"
+    cat "$work"/last_pgbench.[0-9]*.log | awk '
+      /^tps = / { tps += $3 } /^number of transactions actually processed: / { n += $6 } /aborted|error/ { print }
+      END { printf "number of transactions actually processed: %d\ntps = %f (summed)\n", n, tps }' >"$work/last_pgbench.log"
+  fi
   local tps
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$work/last_pgbench.log")
   if [ -z "$tps" ] || grep -q 'aborted\|error' "$work/last_pgbench.log"; then
@@ -196,7 +219,7 @@ pratio() {
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 echo
-echo "# Timing: pgbench -M prepared -c $CLIENTS -j $CLIENTS -T $SECS, $ROUNDS rounds; within a round A and B alternate"
+echo "# Timing: pgbench -M prepared -c $CLIENTS -j $CLIENTS -T $SECS ($IDENTITIES login role(s)), $ROUNDS rounds; within a round A and B alternate"
 echo "# (odd rounds A first, even rounds B first). Other work on this 2-core machine lands in the"
 echo "# figures: compare the ratios within rounds, not absolute tps."
 for r in $(seq "$ROUNDS"); do

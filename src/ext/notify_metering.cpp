@@ -84,13 +84,15 @@ bool gathered_found = false;
 Payer gathered_payer{};
 double gathered_ms = 0;
 
-void charge_gathered() {
+// Whether anything was settled for the sender.
+bool charge_gathered() {
     const double ms = gathered_ms;
     gathered_ms = 0;
-    if (!(ms > 0) || !gathered_found || !gathered_payer.metered || !shared_memory_ready()) return;
+    if (!(ms > 0) || !gathered_found || !gathered_payer.metered || !shared_memory_ready()) return false;
     const Payer& p = gathered_payer;
     publish_measured(ms);  // (not this backend's own measured time: its spans leave delivery out)
     settle(p.key, p.budget, p.charges ? ms : 0, p.charges ? ms : 0, ms);
+    return true;
 }
 
 }  // namespace
@@ -115,8 +117,12 @@ double delivery_senders_part(double ms, size_t len) {
     return std::min(ms * channels_share, kCapFixedMs + kCapPerByteMs * static_cast<double>(len));
 }
 
+// The last sender's share goes to its bucket now, not with the listener's next charge of 10 ms
+// or at its exit: an idle listener held up to 10 ms of each flood it delivered, so a thousand
+// long-lived listeners let a flooder's next ten seconds of notifications go out before they were
+// paid for. One bucket visit per delivering transaction.
 void delivery_flush() {
-    charge_gathered();
+    if (charge_gathered()) flush_settlements();
     gathered_pid = 0;  // (the next transaction looks its senders up again)
 }
 

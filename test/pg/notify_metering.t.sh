@@ -90,24 +90,26 @@ delivered() { [ "$(grep -l "^got $1\$" "$DIR"/l*.out 2>/dev/null | wc -l)" -ge $
 
 flood_listened() {  # flood_listened ROLE SPELLING: ROLE floods the victim's ten listeners with $N notifications
   listen victim $N
-  local v0 f0 c0 r0 c1 r1 f v used
+  local v0 f0 c0 r0 c1 r1 f fi v used
   v0=$(tokens victim); f0=$(tokens "$1"); quiet; c0=$(oncpu_ms); r0=$(reaped_ms)
   "$2" $N | as_pg psql -X -q -h "$DIR" -p "$PORT" -U "$1" -d postgres >/dev/null 2>"$DIR/p.err"
   for i in $(seq 1 300); do delivered $N && break; sleep 0.1; done
   sleep 0.3
   c1=$(oncpu_ms); r1=$(reaped_ms)
   v=$(diff_ms "$v0" "$(tokens victim)")  # (the listeners still there)
-  # Each listener settles what it delivered for the sender in batches of 10 ms, the rest when it ends: the
-  # flooder's charge is read once they have (about 10 ms a listener here: read before, it was 0.66-0.93 of
-  # the CPU used, by how much each still held)
+  # Each listener settles what it delivered for the sender as its delivering transaction ends, not when it
+  # next charges 10 ms of its own or exits: read while the ten are still there, idle (before, about 10 ms a
+  # listener was still held here: 0.66-0.93 of the CPU used, by how much each held), and once they have ended
+  fi=$(diff_ms "$f0" "$(tokens "$1")")
   wait
   local k
   for k in $(seq 1 100); do pgrep -P "$PM" -f '^postgres: victim ' >/dev/null || break; sleep 0.05; done
   f=$(diff_ms "$f0" "$(tokens "$1")")
   used=$(awk -v a=$((c1 - c0)) -v b="$r0" -v c="$r1" 'BEGIN { printf "%.0f", a + c - b }')
   echo "# $L listeners got $(grep -h got "$DIR"/l*.out | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-  echo "# $1 was charged $f ms; its session and the listeners used $used ms of CPU ($((c1 - c0)) ms delivering)"
+  echo "# $1 was charged $fi ms while the listeners were idle, $f ms once they had ended; its session and the listeners used $used ms of CPU ($((c1 - c0)) ms delivering)"
   check "every listener got every notification ($2)" delivered $N
+  check "$1 has paid for the delivery while the listeners idle ($2: $fi ms, at least $f - 3 ms)" fcmp "$fi" ">=" "$((f - 3))"
   check "$1 pays for the delivery ($2: charged / CPU used $(ratio "$f" "$used") >= 0.8)" fcmp "$(ratio "$f" "$used")" ">=" 0.8
   # (what the victim is charged here is its own LISTEN statements and its reading around what it delivers)
   check "the listening victim does not pay for it ($2: charged $v ms, under a tenth of $((c1 - c0)) ms delivering)" \
