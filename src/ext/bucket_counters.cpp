@@ -35,6 +35,7 @@ OT_HOT BackendCounters* my_counters() {
 void init_counters() {
     for (int i = 0; i < shared->nslots; i++) {
         BackendCounters* c = &shared->slots[i];
+        pg_atomic_init_u64(&c->visiting, 0);
         pg_atomic_init_u64(&c->spends, 0);
         pg_atomic_init_u64(&c->refusals, 0);
         pg_atomic_init_u64(&c->never_fits, 0);

@@ -42,6 +42,8 @@ struct PayerSlot {
 
 // One per PGPROC slot, each on its own cache line: a backend only writes its own.
 struct alignas(64) BackendCounters {
+    // The bucket entry this backend is visiting without its partition lock, or 0 (bucket_table.cpp).
+    pg_atomic_uint64 visiting;
     pg_atomic_uint64 spends;
     pg_atomic_uint64 refusals;
     pg_atomic_uint64 never_fits;
@@ -67,7 +69,7 @@ struct SharedHeader {
     pg_atomic_uint64 evicted_full;
     pg_atomic_uint64 evicted_lossy;
     pg_atomic_uint64 stats_reset;  // a TimestampTz
-    // Bumped, under an exclusive partition lock, whenever a bucket is removed: an entry a backend
+    // Bumped, under an exclusive partition lock, before any bucket is removed: an entry a backend
     // remembered is still its key's while this has not moved (dynahash entries never move).
     pg_atomic_uint64 removals;
     int nslots;
