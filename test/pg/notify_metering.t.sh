@@ -111,9 +111,11 @@ flood_listened() {  # flood_listened ROLE SPELLING: ROLE floods the victim's ten
   check "every listener got every notification ($2)" delivered $N
   check "$1 has paid for the delivery while the listeners idle ($2: $fi ms, at least $f - 3 ms)" fcmp "$fi" ">=" "$((f - 3))"
   check "$1 pays for the delivery ($2: charged / CPU used $(ratio "$f" "$used") >= 0.8)" fcmp "$(ratio "$f" "$used")" ">=" 0.8
-  # (what the victim is charged here is its own LISTEN statements and its reading around what it delivers)
-  check "the listening victim does not pay for it ($2: charged $v ms, under a tenth of $((c1 - c0)) ms delivering)" \
-    fcmp "$v" "<" "$(( (c1 - c0) / 10 ))"
+  # (what the victim is charged here is its own LISTEN statements and its reading around what it delivers:
+  # 0 ms with the flood, 5-10 ms with flood_do, against 91-118 ms delivering; with the delivery charged to no
+  # sender, 57 ms)
+  check "the listening victim does not pay for it ($2: charged $v ms, under a fifth of $((c1 - c0)) ms delivering)" \
+    fcmp "$v" "<" "$(( (c1 - c0) / 5 ))"
 }
 # (Each flooder's session is charged its set-up too: its CPU is in what the session used.)
 q "ALTER ROLE flooder SET ogc_throttle.charge_connection = on; ALTER ROLE doflooder SET ogc_throttle.charge_connection = on" >/dev/null
