@@ -129,13 +129,15 @@ inline void leave_bucket(LWLock* lock) {
 }
 
 // Returns with *lock, the partition lock, held in shared mode, or with *lock null and the
-// entry named in this backend's slot: either way, leave_bucket(*lock) afterwards.
-BucketEntry* bucket_for(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
+// entry named in this backend's slot: either way, leave_bucket(*lock) afterwards. With may_fail,
+// nullptr (and *lock null) where find_or_create() says so.
+BucketEntry* bucket_for(const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now, bool may_fail = false) {
     if (BucketEntry* e = remembered_entry(key, hash)) {
         *lock = nullptr;
         return e;
     }
-    auto* e = static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now));
+    auto* e = static_cast<BucketEntry*>(ot::ext::find_or_create(bucket_table, key, hash, lock, now, may_fail));
+    if (e == nullptr) return nullptr;
     remembered.valid = true;
     remembered.hash = hash;
     remembered.removals = pg_atomic_read_u64(&shared->removals);  // under the lock: no removal in between
@@ -376,7 +378,16 @@ void bucket_charge(const IdentityKey& key, double cost, core::Budget b) {
     const TimestampTz now = GetCurrentTimestamp();
     const uint32 hash = identity_hash(key);
     LWLock* lock;
-    BucketEntry* e = bucket_for(key, hash, &lock, now);
+    BucketEntry* e = bucket_for(key, hash, &lock, now, true);
+    if (e == nullptr) {
+        // (after a commit or in an abort: no ERROR, and nothing to charge it to; no lock held,
+        // no entry named)
+        ereport(WARNING, (errcode(ERRCODE_OUT_OF_MEMORY),
+                          errmsg("ogc_throttle: a charge of %.1f ms to identity \"%s\" was dropped", cost, key.bytes),
+                          errdetail("The bucket table had no room for its bucket after three evictions."),
+                          errhint("Raise ogc_throttle.max_identities.")));
+        return;
+    }
     SpinLockAcquire(&e->mutex);
     e->tat_ns = core::gcra_charge(e->tat_ns, to_ns(now), cost, b);
     e->capacity = static_cast<float>(b.capacity);

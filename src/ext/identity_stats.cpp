@@ -91,7 +91,9 @@ void record_batch(const IdentityKey& id, int64 statements, double charge_delta, 
     if (!enabled() || (statements == 0 && charge_delta == 0 && measured_ms == 0)) return;
     const TimestampTz now = GetCurrentTimestamp();
     LWLock* lock;
-    auto* e = static_cast<StatsEntry*>(find_or_create(table, id, get_hash_value(table.htab, &id), &lock, now));
+    // (settlements flush after commits too: there, a batch finding no room is lost, not raised)
+    auto* e = static_cast<StatsEntry*>(find_or_create(table, id, get_hash_value(table.htab, &id), &lock, now, true));
+    if (e == nullptr) return;
     SpinLockAcquire(&e->mutex);
     e->statements += statements;
     e->cost += charge_delta;

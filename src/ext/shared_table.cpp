@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+extern "C" {
+#include "access/xact.h"
+}
+
 namespace ot::ext {
 
 LWLock* partition_lock(const SharedTable& t, uint32 hash) { return &t.locks[hash % kPartitions].lock; }
@@ -20,7 +24,8 @@ void* find_shared(const SharedTable& t, const IdentityKey& key, uint32 hash, LWL
     return hash_search_with_hash_value(t.htab, &key, hash, HASH_FIND, nullptr);
 }
 
-void* find_or_create(SharedTable& t, const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now) {
+void* find_or_create(SharedTable& t, const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now,
+                     bool may_fail) {
     for (int attempt = 0;; attempt++) {
         if (void* e = find_shared(t, key, hash, lock)) return e;
         LWLockRelease(*lock);
@@ -31,6 +36,10 @@ void* find_or_create(SharedTable& t, const IdentityKey& key, uint32 hash, LWLock
         if (e != nullptr && !found) t.init(e, now);
         LWLockRelease(*lock);
         if (e == nullptr) {
+            if (attempt >= 3 && may_fail && !IsTransactionState()) {
+                *lock = nullptr;
+                return nullptr;
+            }
             if (attempt >= 3)
                 ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("ogc_throttle: no room in a shared table"),
                                 errdetail("Eviction freed no entry after %d attempts.", attempt + 1)));

@@ -28,8 +28,14 @@ void lock_all(const SharedTable& t, LWLockMode mode);
 void unlock_all(const SharedTable& t);
 
 // The entry for key, created if needed, with its partition lock held in
-// shared mode (*lock receives it).
-void* find_or_create(SharedTable& t, const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now);
+// shared mode (*lock receives it). When eviction keeps losing the room it made
+// to other backends (three rounds), an ERROR; but a caller that can do without
+// the entry (may_fail) gets nullptr, and no lock held, outside a running
+// transaction: in a commit's or an abort's callbacks, or the commit's memory
+// cleanup, an ERROR would abort a committed transaction (a PANIC once it has
+// an xid) or an abort in progress.
+void* find_or_create(SharedTable& t, const IdentityKey& key, uint32 hash, LWLock** lock, TimestampTz now,
+                     bool may_fail = false);
 // The entry for key or nullptr, with its partition lock held in shared mode.
 void* find_shared(const SharedTable& t, const IdentityKey& key, uint32 hash, LWLock** lock);
 
