@@ -68,6 +68,7 @@ bool commit_phase_on = false;
 bool commit_flush_on = false;
 bool session_setup_charged = false;
 bool late_xid_watch = false;
+bool notify_queued = false;
 
 namespace {
 

@@ -105,8 +105,11 @@ void commit_flush_end();
 // A commit outside every statement's text (a Sync's, a fast-path call's) without an xid at its
 // pre-commit callback: timed from there (late_xid_begin) to the end of its cleanup, and charged, if
 // its pre-commit work gave it one (seen at the commit callback, late_xid_end): PreCommit_Notify
-// writing the notification queue.
+// writing the notification queue. Watched only when the transaction may have queued a notification
+// (notify_queued: a NOTIFY statement, or a plan or call of pg_notify(), at any depth), which is all
+// that gives a transaction its xid there; the clock read it takes was one statement's fifth.
 extern OT_LOCAL bool late_xid_watch;
+extern OT_LOCAL bool notify_queued;
 void late_xid_begin();
 void late_xid_end();
 // COMMIT PREPARED / ROLLBACK PREPARED: run(arg) timed and charged to the caller

@@ -244,6 +244,7 @@ __attribute__((noinline, cold)) void function_outside_statement(Oid fn) {
 __attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid classId, Oid objectId, int subId,
                                                   void* arg) {
     prev_access(access, classId, objectId, subId, arg);
+    if (unlikely(objectId == F_PG_NOTIFY) && access == OAT_FUNCTION_EXECUTE) notify_queued = true;
     if (access == OAT_FUNCTION_EXECUTE && !executor_starting() &&
         (in_fastpath() || outside_every_meter() || MyBackendType == B_AUTOVAC_WORKER))
         function_outside_statement(objectId);
@@ -255,6 +256,8 @@ __attribute__((noinline)) void on_access_chained(ObjectAccessType access, Oid cl
 // a tail call, without a frame.
 OT_HOT void on_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void* arg) {
     if (unlikely(prev_access != nullptr)) return on_access_chained(access, classId, objectId, subId, arg);
+    // (a plan of pg_notify(), or a call of it: its commit may write the notification queue)
+    if (unlikely(objectId == F_PG_NOTIFY) && access == OAT_FUNCTION_EXECUTE) notify_queued = true;
     if (access == OAT_FUNCTION_EXECUTE && likely(!executor_starting()) &&
         unlikely(in_fastpath() || outside_every_meter() || MyBackendType == B_AUTOVAC_WORKER))
         function_outside_statement(objectId);

@@ -507,13 +507,14 @@ OT_HOT void on_xact(XactEvent event, void*) {
         // GetTopTransactionIdIfAny() would say, without its call).
         if (likely(session_setup_charged) && likely(!commit_phase_on) && MyProc->xid == InvalidTransactionId) {
             // nothing to flush: commit_flush_begin() would find no xid (unless the pre-commit gives one)
-            if (debug_query_string == nullptr) return late_xid_begin();
+            if (debug_query_string == nullptr && unlikely(notify_queued)) return late_xid_begin();
             late_xid_watch = false;
             return;
         }
     } else if (event == XACT_EVENT_COMMIT) {
         current_subid = TopSubTransactionId;  // (every subtransaction has ended already)
         end_conversion_stage();               // (never past its transaction, whose subtransactions it names)
+        notify_queued = false;
         // (an xid: a write, or notifications queued, whose listeners find the payer published)
         if (likely(!commit_flush_on) && open_high == 0 && GetTopTransactionIdIfAny() == InvalidTransactionId) {
             late_xid_watch = false;
@@ -545,7 +546,7 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
         case XACT_EVENT_PRE_COMMIT:
             if (unlikely(!session_setup_charged)) charge_session_setup();
             exit_metering_commit();
-            if (MyProc->xid == InvalidTransactionId && debug_query_string == nullptr)
+            if (MyProc->xid == InvalidTransactionId && debug_query_string == nullptr && notify_queued)
                 late_xid_begin();
             else
                 late_xid_watch = false;
@@ -560,9 +561,13 @@ __attribute__((noinline)) void on_xact_other(XactEvent event) {
             commit_flush_end();
             if (unlikely(listening_session)) idle_transaction_ended();
             break;
-        case XACT_EVENT_PREPARE: commit_flush_end(); break;
+        case XACT_EVENT_PREPARE:
+            notify_queued = false;
+            commit_flush_end();
+            break;
         case XACT_EVENT_ABORT:
             late_xid_watch = false;
+            notify_queued = false;
             if (unlikely(commit_phase_on)) commit_phase_over();
             commit_flush_end();
             if (unlikely(listening_session)) idle_transaction_ended();

@@ -192,7 +192,8 @@ inline bool may_cancel_autovacuum(NodeTag tag) {
 
 // The kinds of statement this hook may do something for: does_work()'s,
 // TransactionStmt (COMMIT/ROLLBACK PREPARED), LISTEN (the session then pays
-// for its reading of the notification queue), and those that give a table an
+// for its reading of the notification queue), NOTIFY (its commit may write the
+// queue: notify_queued, execution.hpp), and those that give a table an
 // owner (check_upkeep_owner), and those that may cancel an autovacuum worker.
 // Every other kind (SET, BEGIN, ...) goes straight on by a tail call, with no
 // frame of ours.
@@ -213,6 +214,7 @@ inline bool may_meter(NodeTag tag) {
         case T_ExecuteStmt:
         case T_ConstraintsSetStmt:
         case T_ListenStmt:
+        case T_NotifyStmt:
         case T_CreateStmt:
         case T_ExplainStmt:
         case T_ReassignOwnedStmt:
@@ -240,6 +242,7 @@ __attribute__((noinline)) void on_utility_slow(PlannedStmt* pstmt, const char* q
                                                ProcessUtilityContext context, ParamListInfo params,
                                                QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc) {
     if (IsA(pstmt->utilityStmt, ListenStmt)) note_listening();
+    if (IsA(pstmt->utilityStmt, NotifyStmt)) notify_queued = true;
     check_upkeep_owner(pstmt->utilityStmt);
     // (also whom a parallel index build's or VACUUM's workers charge, should its error stop them)
     if (may_cancel_autovacuum(nodeTag(pstmt->utilityStmt)) && current_mode() != Mode::Off && !IsParallelWorker() &&

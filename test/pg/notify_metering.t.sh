@@ -13,7 +13,7 @@ set -uo pipefail
 
 cluster_up 55507 "shared_preload_libraries = 'ogc_throttle'" "autovacuum = off"
 q "CREATE EXTENSION postgis; CREATE EXTENSION ogc_throttle" >/dev/null &&
-  metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended alerter hoarder decoy &&
+  metered_roles flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended viaextendeddo alerter hoarder decoy &&
   q "ALTER ROLE small SET ogc_throttle.capacity = 50" >/dev/null || { not_ok "setup"; tap_exit; }
 
 tokens() { q "SELECT tokens FROM throttle_peek('$1')"; }
@@ -30,19 +30,20 @@ quiet() {
 flood() {  # flood N [CHANNEL]: the statement that queues N notifications of 7.9 kB
   echo "SELECT count(pg_notify('${2:-jobs}', repeat('x', 7890) || g)) FROM generate_series(1, $1) g;"
 }
-flood_do() {  # flood_do N: the same notifications as NOTIFY statements, run one by one from a DO block
-  echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY jobs, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
+flood_do() {  # flood_do N [CHANNEL]: the same notifications as NOTIFY statements, run one by one from a DO block
+  echo "DO \$\$ BEGIN FOR g IN 1..$1 LOOP EXECUTE format('NOTIFY ${2:-jobs}, %L', repeat('x', 7890) || g); END LOOP; END \$\$;"
 }
-for r in flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended alerter hoarder decoy; do
+for r in flooder doflooder amplifier amplifierdo amplifierfn leaver reuser late victim small viasimple viaextended viaextendeddo alerter hoarder decoy; do
   as_pg psql -X -q -h "$DIR" -p "$PORT" -U $r -d postgres -c "SELECT 1" >/dev/null  # its bucket
 done
 
 # 1. The queue written at a Sync's commit: the same statement through pgbench's simple and extended
-#    protocols, no one listening.
-flood 6000 quiet > "$DIR/flood.sql"; chmod 644 "$DIR/flood.sql"
-via() {  # via ROLE MODE: "charged latency", in ms, of one run of the statement
+#    protocols, no one listening; and through the extended one, the notifications as NOTIFY statements
+#    run from a DO block (the commit's clock is read only when a NOTIFY or a pg_notify() was seen).
+flood 6000 quiet > "$DIR/flood.sql"; flood_do 6000 quiet > "$DIR/flood_do.sql"; chmod 644 "$DIR"/flood*.sql
+via() {  # via ROLE MODE [SCRIPT]: "charged latency", in ms, of one run of the statement (flood.sql)
   local t0 lat; t0=$(tokens "$1")
-  lat=$(as_pg pgbench -n -M "$2" -t 1 -f "$DIR/flood.sql" -h "$DIR" -p "$PORT" -U "$1" postgres 2>"$DIR/p.err" |
+  lat=$(as_pg pgbench -n -M "$2" -t 1 -f "$DIR/${3:-flood.sql}" -h "$DIR" -p "$PORT" -U "$1" postgres 2>"$DIR/p.err" |
     awk '/^latency average/ { print $4 }')
   sleep 0.3
   echo "$(diff_ms "$t0" "$(tokens "$1")") ${lat:-0}"
@@ -52,19 +53,22 @@ via() {  # via ROLE MODE: "charged latency", in ms, of one run of the statement
 # session's set-up and exit. Each read 0.97 to 1.00 here; with the Sync's commit left free, 0.42 to 0.48.
 # Five runs of each, alternating, and the medians (the queue's old segments are removed by whichever commit passes
 # the cleanup point, a run of either protocol).
-rs=""; re=""
-for order in se es se es se; do
+rs=""; re=""; rd=""
+for order in sed esd dse eds sed; do
   for m in $(grep -o . <<<"$order"); do
     if [ "$m" = s ]; then read -r s sl < <(via viasimple simple); rs="$rs $(ratio "$s" "$sl")"
-    else read -r e el < <(via viaextended extended); re="$re $(ratio "$e" "$el")"; fi
+    elif [ "$m" = e ]; then read -r e el < <(via viaextended extended); re="$re $(ratio "$e" "$el")"
+    else read -r d dl < <(via viaextendeddo extended flood_do.sql); rd="$rd $(ratio "$d" "$dl")"; fi
   done
-  echo "# 6 000 notifications queued: charged $s ms of $sl through the simple protocol, $e of $el through the extended one"
+  echo "# 6 000 notifications queued: charged $s ms of $sl through the simple protocol, $e of $el through the extended one, $d of $dl as NOTIFY statements through the extended one"
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | sed -n 3p; }
 check "a simple Query's commit that writes the notification queue is charged (charged/latency, median of$rs: $(median "$rs") >= 0.9)" \
   fcmp "$(median "$rs")" ">=" 0.9
 check "a Sync's commit that writes the notification queue is charged (charged/latency, median of$re: $(median "$re") >= 0.9)" \
   fcmp "$(median "$re")" ">=" 0.9
+check "... and so it is when NOTIFY statements queued them (charged/latency, median of$rd: $(median "$rd") >= 0.9)" \
+  fcmp "$(median "$rd")" ">=" 0.9
 
 # 2. Ten sessions of a victim role listen; another role floods their channel.
 LISTENER=$(pg_readable_copy "$(dirname "$0")/notify_listener.py")
