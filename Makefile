@@ -62,6 +62,8 @@ bench/hook/grid_descent: bench/hook/grid_descent.cpp $(CORE_OBJS)
 # bench/hook's floor: a library that only reads the clock where the metering must (not built by `all`).
 bench/hook/clock_floor.so: bench/hook/clock_floor.c
 	$(CC) -O2 -Wall -fPIC -shared -I$(shell $(PG_CONFIG) --includedir-server) -o $@ $<
+bench/hook/clock_floor_tsc.so: bench/hook/clock_floor.c
+	$(CC) -O2 -Wall -fPIC -shared -DFLOOR_TSC -I$(shell $(PG_CONFIG) --includedir-server) -o $@ $<
 
 # bench/fidelity's offline check of the self-calibration's fit (not built by `all`).
 bench/fidelity/fitcheck: bench/fidelity/fitcheck.cpp $(CORE_OBJS)
