@@ -23,6 +23,9 @@
 # PGOPTIONS reaches every client of both clusters: PGOPTIONS='-c plan_cache_mode=force_generic_plan' times
 # generic plans on A and B alike (what PostgreSQL may settle on for a prepared statement after its fifth
 # execution, a tile server's among them).
+# PEER=lib (say, pg_stat_statements): a third cluster P, the same data, with that library preloaded
+# instead, timed in the same rounds (select-only and PostGIS): what a per-statement meter most
+# operators already run costs the same workload, next to A's figure. P/B rows carry no target.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -43,6 +46,8 @@ PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 # the port numbers only name the sockets. Kept in 56400-56420.
 PORT_A=${PORT_A:-56401}
 PORT_B=${PORT_B:-56402}
+PORT_P=${PORT_P:-56404}
+PEER=${PEER:-}
 
 . "$here/two_clusters.sh"
 two_cluster_workdir
@@ -75,6 +80,12 @@ pg_cluster_init "$A" "${common_conf[@]}" \
   "ogc_throttle.rate = 500" \
   "ogc_throttle.cost_max = 1000000" "${a_conf[@]}" || die "initdb A failed"
 pg_cluster_init "$B" "${common_conf[@]}" || die "initdb B failed"
+P="$work/p"
+sides=(A B)
+if [ -n "$PEER" ]; then
+  pg_cluster_init "$P" "${common_conf[@]}" "shared_preload_libraries = '$PEER'" || die "initdb P failed"
+  sides+=(P)
+fi
 libfile="$(pg_config --pkglibdir)/ogc_throttle.so"
 libid() { echo "$(md5sum <"$libfile" | cut -c1-12), installed $(date -r "$libfile" '+%F %T')"; }
 lib_at_start=$(libid)
@@ -82,13 +93,18 @@ pg_start "$A" "$PORT_A" || { tail -n 20 "$A/server.log"; die "A did not start"; 
 started+=("$A")
 pg_start "$B" "$PORT_B" || { tail -n 20 "$B/server.log"; die "B did not start"; }
 started+=("$B")
+if [ -n "$PEER" ]; then
+  pg_start "$P" "$PORT_P" || { tail -n 20 "$P/server.log"; die "P ($PEER) did not start"; }
+  started+=("$P")
+fi
 
 qa() { psql_to "$A" "$PORT_A" 120 -d postgres -At -c "$1"; }
 qb() { psql_to "$B" "$PORT_B" 120 -d postgres -At -c "$1"; }
+qp() { psql_to "$P" "$PORT_P" 120 -d postgres -At -c "$1"; }
 
-echo "# setup: pgbench -i -s $SCALE and $NPOINTS points with a GiST index in A and B"
-for c in A B; do
-  d=$A; p=$PORT_A; [ $c = B ] && { d=$B; p=$PORT_B; }
+echo "# setup: pgbench -i -s $SCALE and $NPOINTS points with a GiST index in ${sides[*]}"
+for c in "${sides[@]}"; do
+  d=$A; p=$PORT_A; [ $c = B ] && { d=$B; p=$PORT_B; }; [ $c = P ] && { d=$P; p=$PORT_P; }
   bounded 300 "$PGBENCH" -i -q -s "$SCALE" -h "$d" -p "$p" -U postgres postgres >"$work/init_$c.log" 2>&1 ||
     { cat "$work/init_$c.log"; die "pgbench -i failed on $c"; }
   psql_to "$d" "$p" 300 -d postgres -v npoints="$NPOINTS" -f "$work/setup.sql" >/dev/null ||
@@ -110,6 +126,10 @@ echo "# A: shared_preload_libraries = '$(qa 'SHOW shared_preload_libraries')', m
 echo "# A loaded $libfile: md5 $lib_at_start"
 echo "# B: shared_preload_libraries = '$(qb 'SHOW shared_preload_libraries')', ogc_throttle loaded: $(qb "SELECT count(*) > 0 FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")"
 [ "$(qb "SELECT count(*) FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")" = 0 ] || die "B has the library loaded"
+if [ -n "$PEER" ]; then
+  echo "# P: shared_preload_libraries = '$(qp 'SHOW shared_preload_libraries')', compute_query_id = $(qp 'SHOW compute_query_id'), ogc_throttle loaded: $(qp "SELECT count(*) > 0 FROM pg_settings WHERE name LIKE 'ogc_throttle.%'")"
+  [ "$(qp 'SHOW shared_preload_libraries')" = "$PEER" ] || die "P did not preload $PEER"
+fi
 PGBENCH_SEED=${PGBENCH_SEED:-4242}
 plan_q="EXPLAIN (COSTS OFF) SELECT count(*) FROM pts WHERE ST_DWithin(geom, ST_SetSRID(ST_MakePoint(1000000, 6500000), 3857), 2000)"
 plan_a=$(qa "$plan_q" | tr '\n' ' '); plan_b=$(qb "$plan_q" | tr '\n' ' ')
@@ -131,6 +151,7 @@ nchildren() { ps -o pid= --ppid "$1" | wc -l; }
 pgbench_run() {
   local d=$A p=$PORT_A len=(-T "$3") script=(-S)
   [ "$1" = B ] && { d=$B; p=$PORT_B; }
+  [ "$1" = P ] && { d=$P; p=$PORT_P; }
   [ "$2" = postgis ] && script=(-f "$work/postgis.pgbench")
   [ "$2" = connect ] && script=(-S -C)
   case $3 in -t*) len=("$3") ;; esac
@@ -200,7 +221,7 @@ pgbench_run B postgis -t100 >/dev/null
 echo "#   hook prices and charges on A: $hook_ok"
 
 # --- Warm-up (caches, plans) on both, not recorded
-for c in A B; do for s in select postgis; do pgbench_run "$c" "$s" 2 >/dev/null; done; done
+for c in "${sides[@]}"; do for s in select postgis; do pgbench_run "$c" "$s" 2 >/dev/null; done; done
 
 declare -A vals
 add() { vals[$1]+="$2 "; }
@@ -219,11 +240,11 @@ pratio() {
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 echo
-echo "# Timing: pgbench -M prepared -c $CLIENTS -j $CLIENTS -T $SECS ($IDENTITIES login role(s)), $ROUNDS rounds; within a round A and B alternate"
-echo "# (odd rounds A first, even rounds B first). Other work on this 2-core machine lands in the"
+echo "# Timing: pgbench -M prepared -c $CLIENTS -j $CLIENTS -T $SECS ($IDENTITIES login role(s)), $ROUNDS rounds; within a round ${sides[*]} alternate"
+echo "# (odd rounds in that order, even rounds reversed). Other work on this 2-core machine lands in the"
 echo "# figures: compare the ratios within rounds, not absolute tps."
 for r in $(seq "$ROUNDS"); do
-  order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
+  order=("${sides[@]}"); [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${sides[@]}" | tac))
   line="# round $r/$ROUNDS (load $(loadavg)):"
   for s in select postgis; do
     for c in "${order[@]}"; do
@@ -269,7 +290,7 @@ qa "ALTER SYSTEM RESET ogc_throttle.mode" >/dev/null && qa "SELECT pg_reload_con
 
 echo
 echo "tps per round (A = hook on, B = no library)"
-for k in select_A select_B postgis_A postgis_B connect_A connect_B off_select_A off_select_B off_postgis_A off_postgis_B off_connect_A off_connect_B; do
+for k in select_A select_B ${PEER:+select_P} postgis_A postgis_B ${PEER:+postgis_P} connect_A connect_B off_select_A off_select_B off_postgis_A off_postgis_B off_connect_A off_connect_B; do
   printf '  %-15s %-40s server CPU µs/tx: %s\n' "$k" "${vals[$k]:-}" "${vals[cpu_$k]:-}"
 done
 spread() {  # max/min of B's rounds: how noisy the machine was
@@ -287,12 +308,18 @@ row() {  # figure, A key, B key, target
 }
 row "select-only (-S), hook on (reject)" select_A select_B 0.99
 row "PostGIS (ST_DWithin + ST_AsMVT), hook on (reject)" postgis_A postgis_B 0.97
+if [ -n "$PEER" ]; then
+  row "select-only (-S), P: $PEER" select_P select_B -
+  row "PostGIS, P: $PEER" postgis_P postgis_B -
+  row "select-only (-S), A against P" select_A select_P -
+  row "PostGIS, A against P" postgis_A postgis_P -
+fi
 row "select-only, new connection per tx (-C)" connect_A connect_B -
 row "select-only (-S), A mode off ($OFF_ROUNDS pair)" off_select_A off_select_B -
 row "PostGIS, A mode off ($OFF_ROUNDS pair)" off_postgis_A off_postgis_B -
 row "select-only -C, A mode off ($OFF_ROUNDS pair)" off_connect_A off_connect_B -
 echo
-echo "A = ogc_throttle preloaded (mode reject, budget never exhausted); B = no library. tps: medians over rounds;"
+echo "A = ogc_throttle preloaded (mode reject, budget never exhausted); B = no library${PEER:+; P = $PEER preloaded (rows \"P: ...\": P in the A column, against B)}. tps: medians over rounds;"
 echo "ratio: median over rounds of A/B within the round (so it need not equal the ratio of the medians)."
 printf '%-52s | %9s | %9s | %6s | %7s | %s\n' figure "A tps" "B tps" ratio target "met?"
 printf -- '%.0s-' $(seq 105); echo
@@ -320,6 +347,10 @@ cpu_row() {
 }
 cpu_row "select-only (-S), hook on (reject)" cpu_select_A cpu_select_B
 cpu_row "PostGIS (ST_DWithin + ST_AsMVT), hook on (reject)" cpu_postgis_A cpu_postgis_B
+if [ -n "$PEER" ]; then
+  cpu_row "select-only (-S), P: $PEER" cpu_select_P cpu_select_B
+  cpu_row "PostGIS, P: $PEER" cpu_postgis_P cpu_postgis_B
+fi
 cpu_row "select-only, new connection per tx (-C)" cpu_connect_A cpu_connect_B
 cpu_row "select-only (-S), A mode off ($OFF_ROUNDS pair)" cpu_off_select_A cpu_off_select_B
 cpu_row "PostGIS, A mode off ($OFF_ROUNDS pair)" cpu_off_postgis_A cpu_off_postgis_B
