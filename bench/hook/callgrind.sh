@@ -17,7 +17,8 @@
 # CONN=1 (the statements come over a socket from pgbench -M prepared, as a driver sends them —
 # Parse, Bind, Execute, Sync — to a server under callgrind, and the client backend's own
 # instructions are counted: what --single leaves out, the protocol's messages and the answers the
-# library watches, is in; about 10 minutes), LIB=a.so[,b.so] (the hook runs from these builds instead of
+# library watches, is in; about 10 minutes; PROTOCOL=extended: pgbench -M extended, an unnamed statement
+# parsed again each time, Parse, Bind, Describe, Execute, Sync, as PQexecParams sends it), LIB=a.so[,b.so] (the hook runs from these builds instead of
 # the installed library, one row each against the same runs without it: shared_preload_libraries takes a
 # path, so a branch is compared with main without installing either; the data's set-up still uses the
 # installed extension; the CACHESIM and SAMPLING tables get one row per build, labelled as the first table's),
@@ -29,6 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$root/test/lib/pg.sh"
 N=${N:-300}
+PROTOCOL=${PROTOCOL:-prepared}
 NPOINTS=${NPOINTS:-200000}
 PORT=${PORT:-56403}
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
@@ -112,7 +114,7 @@ ir() {  # ir KIND COUNT CONFIG -> total instructions of the single-user backend
   sed -n 's/.*I *refs: *//p' "$f.log" | tr -d ,
 }
 
-# CONN=1: one pgbench client (-M prepared, fixed seed) against a server started under callgrind; the
+# CONN=1: one pgbench client (-M $PROTOCOL, fixed seed) against a server started under callgrind; the
 # client backend is found by its pid in the server log, and its own callgrind file is read.
 script() {  # script KIND -> the pgbench script of run.sh's statement of that kind
   case $1 in
@@ -131,7 +133,7 @@ ir_conn() {  # ir_conn KIND COUNT CONFIG -> total instructions of the client bac
     -c jit=off -c log_connections=on -c "log_line_prefix=%p " "${opts[@]}" >"$f.log" 2>&1 &
   running=yes
   for k in $(seq 1 240); do as_pg "$PGBIN/pg_isready" -q -h "$work" -p "$PORT" && break; sleep 0.5; done
-  as_pg "$PGBIN/pgbench" -n -c 1 -t "$2" -M prepared --random-seed=7 -f "$f.pgbench" -h "$work" -p "$PORT" \
+  as_pg "$PGBIN/pgbench" -n -c 1 -t "$2" -M "$PROTOCOL" --random-seed=7 -f "$f.pgbench" -h "$work" -p "$PORT" \
     -U postgres postgres >"$f.pgbench.log" 2>&1 || { tail -3 "$f.pgbench.log" >&2; die "$1 under $3: pgbench failed"; }
   as_pg "$PGBIN/pg_ctl" -D "$work/data" -w -t 300 -m fast stop >/dev/null 2>&1
   running=""
@@ -154,7 +156,7 @@ flushes() {  # flushes CALLGRIND-FILE -> inclusive Ir of the settlement's flushe
     awk '$3 != "=>" && /\/(ogc_throttle|lib[0-9]+)\.so\]$/ && /::flush_owed\(\)|::record_true_up\(/ { v = $1; gsub(",", "", v); t += v } END { print t + 0 }'
 }
 echo "callgrind, instructions (Ir); N = $N and $((3 * N)) executions per kind; density grid: ${GRID:-1};" \
-  "$([ -n "${CONN:-}" ] && echo "the client backend of pgbench -M prepared over a socket" || echo "postgres --single")"
+  "$([ -n "${CONN:-}" ] && echo "the client backend of pgbench -M $PROTOCOL over a socket" || echo "postgres --single")"
 printf '%-9s | %12s | %12s | %10s | %7s | %9s | %10s | %s\n' kind "none Ir/stmt" "hook Ir/stmt" "hook adds" ratio "flushes" "w/o flush" "one-time extra"
 printf -- '%.0s-' $(seq 104); echo
 for kind in ${KINDS:-select dwithin tile}; do

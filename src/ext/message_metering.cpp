@@ -71,6 +71,21 @@ extern "C" {
 // Not covered: a Close's portal drop outside such a transaction, and the
 // disk waits of a Sync's commit beyond its meters; sending the bytes is the
 // client's time.
+//
+// An answer that does not end a statement (ParseComplete, BindComplete) sent
+// while the client's next message is already in the receive buffer cannot be
+// followed by a wait for the client: the clock is not read there, and the span
+// is deferred, going on across the messages that follow while each finds the
+// next one buffered (a Describe's RowDescription or NoData and a CloseComplete
+// are then watched too, and a Flush), up to an answer that ends a statement,
+// or one after which nothing is buffered. libpq's Bind, Describe, Execute,
+// Sync reads the clock once for its spans, at the CommandComplete, not twice.
+// The span is then longer, never shorter: a message buffered only in part
+// leaves the wait for its rest in it (the client's to pay). A deferred span
+// the session leaves by Terminate is charged at its exit, up to the failing
+// message's start if an error came first. It is charged to the payer at its
+// end: a statement that names another payer within itself takes its Bind's
+// part along.
 namespace ot::ext {
 namespace {
 
@@ -101,6 +116,44 @@ double pending_ms = 0;        // accounted for, not yet charged
 WritebackMark writeback_at_answer;
 WalMark wal_at_answer;  // and the WAL it had written (wal_readers.hpp), charged the same way
 double planning_at_mark = 0;  // planning_ms_total at the mark
+TimestampTz deferred_from = 0;  // a deferred span runs from this stamp (0: none is)
+
+// The answer ends the message's work, or a statement's in a query string.
+// Rows, notices and the rest pass untouched (is_answer(): a tail call, no frame);
+// a notification is caught with the answers and timed on its own (deliver_and_put).
+// (A bit per type from '1' to 'p', and PortalSuspended's 's' on its own: a
+// subtraction, a compare and a bit test, where a switch was a dozen compares
+// a message.)
+constexpr std::uint64_t answer_bit(char type) { return std::uint64_t{1} << (type - '1'); }
+constexpr std::uint64_t kAnswers = answer_bit('E') | answer_bit('1') | answer_bit('2') | answer_bit('C') |
+                                   answer_bit('I') | answer_bit('V') | answer_bit('Z') | answer_bit('A');
+// While a span is deferred: also a Describe's last answer and a CloseComplete, after which the
+// client may be waited for.
+constexpr std::uint64_t kDeferredAnswers = kAnswers | answer_bit('T') | answer_bit('n') | answer_bit('3');
+std::uint64_t answers = kAnswers;
+inline bool is_answer(char type) {
+    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
+    return (offset < 64 && ((answers >> offset) & 1) != 0) || type == 's';
+}
+// An answer after which the statement goes on.
+constexpr std::uint64_t kGoesOn = answer_bit('1') | answer_bit('2') | answer_bit('T') | answer_bit('n') | answer_bit('3');
+inline bool goes_on(char type) {
+    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
+    return offset < 64 && ((kGoesOn >> offset) & 1) != 0;
+}
+
+// An answer that goes on, with the client's next message already here: the span is (or stays)
+// deferred, from the stamp of the message this answer ends (see the top). Not where the span would
+// go on from the mark (the same stamp as the mark's message): it is read as before there.
+inline bool defer(TimestampTz start) {
+    if (!pq_buffer_has_data()) return false;
+    if (deferred_from == 0) {
+        if (start == message) return false;
+        deferred_from = start;
+        answers = kDeferredAnswers;
+    }
+    return true;
+}
 
 // A client backend with the shared table (fixed for the backend's life once
 // true), under a metering mode. Inline: every answer asks (its call was 18 of
@@ -139,7 +192,9 @@ inline TimestampTz now_timestamp() {
 // start: the current message's stamp; now_metered: metered() now.
 inline double account(TimestampTz until, bool continues, TimestampTz start, double now_metered) {
     TimestampTz from = start;
-    if (start == message) {
+    if (deferred_from != 0) {
+        from = deferred_from;
+    } else if (start == message) {
         if (where == Mark::Closed || !continues) return 0;
         from = mark;
     }
@@ -183,6 +238,8 @@ __attribute__((noinline)) void listening_restart(Mark at, bool fastpath) {
 }
 
 inline void restart(TimestampTz now, Mark at, bool fastpath, TimestampTz start, double now_metered) {
+    deferred_from = 0;
+    answers = kAnswers;
     message = start;
     mark = now;
     where = at;
@@ -224,8 +281,11 @@ void charge_pending() {
 
 inline void add_upkeep(bool may_look_up);
 
+void charge_deferred_at_exit();
+
 void charge_at_exit(int, Datum) {
     if (!shared_memory_ready()) return;
+    charge_deferred_at_exit();
     // (a session ended within a statement, a FATAL or its own role's pg_terminate_backend, left its
     // pages and WAL to others all the same)
     add_upkeep(false);
@@ -288,6 +348,16 @@ inline void add_pending(double ms, bool may_look_up) {
     add_pending_slow(ms, may_look_up);
 }
 
+// A span deferred when the session left (a Terminate was the message buffered, or an error ended
+// it): up to now, or to the start of the message that failed (its pass, if it died in one, is
+// settled by the abort after this).
+void charge_deferred_at_exit() {
+    if (deferred_from == 0 || !metered_backend()) return;
+    const TimestampTz start = GetCurrentStatementStartTimestamp();
+    add_pending(account(error_at != 0 ? start : now_timestamp(), true, start, metered()), false);
+    deferred_from = 0;
+}
+
 // What the backend left to others since the last answer that charged it: the pages it dirtied
 // (writeback.hpp) and the WAL it wrote (wal_readers.hpp).
 inline void add_upkeep(bool may_look_up) {
@@ -303,36 +373,13 @@ inline void add_upkeep(bool may_look_up) {
     }
 }
 
-// The answer ends the message's work, or a statement's in a query string.
-// Rows, notices and the rest pass untouched (is_answer(): a tail call, no frame);
-// a notification is caught with the answers and timed on its own (deliver_and_put).
-// (A bit per type from '1' to 'p', and PortalSuspended's 's' on its own: a
-// subtraction, a compare and a bit test, where a switch was a dozen compares
-// a message.)
-constexpr std::uint64_t answer_bit(char type) { return std::uint64_t{1} << (type - '1'); }
-constexpr std::uint64_t kAnswers = answer_bit('E') | answer_bit('1') | answer_bit('2') | answer_bit('C') |
-                                   answer_bit('I') | answer_bit('V') | answer_bit('Z') | answer_bit('A');
-inline bool is_answer(char type) {
-    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
-    return (offset < 64 && ((kAnswers >> offset) & 1) != 0) || type == 's';
-}
-
-// type is an answer (is_answer): ParseComplete, BindComplete, CommandComplete,
-// PortalSuspended, EmptyQueryResponse, FunctionCallResponse, ReadyForQuery,
-// or an ErrorResponse, whose abort that follows settles the meters first.
-inline void answered(char type) {
-    if (unlikely(type == 'E')) {
-        if (error_at == 0) {
-            error_at = now_timestamp();
-            error_in_text = debug_query_string != nullptr;
-        }
-        return;
-    }
-    end_conversion_stage();  // (its work is the message's, which this answer ends)
+// An answer's accounting (answered, below), or a flush's while a span is deferred.
+__attribute__((always_inline)) inline void account_answer(char type) {
     if (!metered_backend() || !between_meters()) return;
     if (unlikely(!exit_charge_registered)) register_exit_charge();
-    add_upkeep(type != 'Z');
     const TimestampTz start = GetCurrentStatementStartTimestamp();
+    if (goes_on(type) && defer(start)) return;
+    add_upkeep(type != 'Z');
     const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read
     double unmetered = 0;
@@ -353,10 +400,30 @@ inline void answered(char type) {
         // what the failed message did until its error
         unmetered = account(error_at, error_in_text, start, now_metered);
         add_pending(unmetered, false);
+    } else if (deferred_from != 0) {
+        // deferred up to a Sync: its commit is in the span
+        unmetered = account(now_timestamp(), true, start, now_metered);
+        add_pending(unmetered, false);
     }
-    statement_overhead(type, unmetered + (planning_ms_total - planning_at_mark));
+    statement_overhead(goes_on(type) ? '2' : type, unmetered + (planning_ms_total - planning_at_mark));
     planning_at_mark = planning_ms_total;
     restart(now, type == 'Z' ? Mark::Closed : Mark::Answered, type == 'V', start, now_metered);
+}
+
+// type is an answer (is_answer): ParseComplete, BindComplete, CommandComplete,
+// PortalSuspended, EmptyQueryResponse, FunctionCallResponse, ReadyForQuery,
+// or an ErrorResponse, whose abort that follows settles the meters first
+// (and, while a span is deferred, RowDescription, NoData, CloseComplete).
+inline void answered(char type) {
+    if (unlikely(type == 'E')) {
+        if (error_at == 0) {
+            error_at = now_timestamp();
+            error_in_text = debug_query_string != nullptr;
+        }
+        return;
+    }
+    end_conversion_stage();  // (its work is the message's, which this answer ends)
+    account_answer(type);
 }
 
 // A NotificationResponse ('A', not an answer: it ends no message's work) is delivered inside the
@@ -405,6 +472,11 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
 
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     if (unlikely(type == 'A')) return deliver_and_put(s, len);
+    // A deferred span goes on past an answer that goes on, the next message buffered (defer()).
+    if (deferred_from != 0 && goes_on(type) && pq_buffer_has_data()) {
+        end_conversion_stage();
+        return socket_methods->putmessage(type, s, len);
+    }
     answered(type);
     return socket_methods->putmessage(type, s, len);
 }
@@ -413,6 +485,13 @@ __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t le
 OT_HOT int watched_putmessage(char type, const char* s, size_t len) {
     if (unlikely(is_answer(type))) return answer_and_put(type, s, len);
     return socket_methods->putmessage(type, s, len);
+}
+
+// A Flush message, or anything else that flushes, while a span is deferred: with nothing buffered
+// the client may be waited for next, so the span ends here as at an answer that goes on ('3').
+int watched_flush() {
+    if (unlikely(deferred_from != 0) && !pq_buffer_has_data()) account_answer('3');
+    return socket_methods->flush();
 }
 
 }  // namespace
@@ -446,6 +525,7 @@ void install_message_metering() {
     socket_methods = PqCommMethods;
     watched_methods = *PqCommMethods;
     watched_methods.putmessage = watched_putmessage;
+    watched_methods.flush = watched_flush;
     PqCommMethods = &watched_methods;
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A ParseComplete or BindComplete sent while the client's next message is already buffered reads no
+# clock: the span is deferred to a later answer (message_metering.cpp, doc/metering.md). The span
+# may grow, never shrink, and must never take in a wait for the client: each way a client can pause
+# after a deferred answer (after a Describe, a Flush, a Close) ends it there, and a session that
+# leaves with a span deferred (a Terminate right behind a Bind, a backend that ends itself in the
+# Execute) still pays for it. A raw-protocol client (rawproto.py) chooses what is sent in one write.
+# The Bind's work here is a domain's CHECK sleeping 300 ms while it converts the parameter:
+# pg_sleep is built in, so no meter times it, and only the span charges it.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+cluster_up 55518 "shared_preload_libraries = 'ogc_throttle'"
+q "SET client_min_messages = warning; CREATE EXTENSION ogc_throttle CASCADE" >/dev/null || { not_ok "setup"; tap_exit; }
+metered_roles dr
+q "CREATE DOMAIN slowint AS int CHECK (VALUE > 0 AND pg_sleep(0.3) IS NOT NULL)" >/dev/null || { not_ok "domain"; tap_exit; }
+slowint=$(q "SELECT 'slowint'::regtype::oid")
+RAW=$(pg_readable_copy "$root/test/pg/rawproto.py")
+raw() { as_pg python3 "$RAW" "$DIR/.s.PGSQL.$PORT" dr "$@"; }
+tokens() { settled_tokens dr; }
+spent_since() { awk -v a="$1" -v b="$(tokens)" 'BEGIN { printf "%.1f", a - b }'; }
+raw parse:"SELECT 1" bind execute sync >/dev/null  # the bucket exists
+
+# --- the span deferred, then ended by the answer that ends the statement
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slowint" bind:5 describe execute sync)
+spent=$(spent_since "$before")
+check "a pipelined Parse, Bind, Describe, Execute, Sync: the Bind's 300 ms are charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
+
+# --- a wait for the client after a deferred answer is not charged
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind describe send sleep:0.5 execute sync)
+spent=$(spent_since "$before")
+check "a pause after a Describe (Parse, Bind, Describe; 0.5 s; Execute, Sync) is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind flush send sleep:0.5 describe execute sync)
+spent=$(spent_since "$before")
+check "a pause after a Flush (Parse, Bind, Flush; 0.5 s; ...) is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind close send sleep:0.5 sync)
+spent=$(spent_since "$before")
+check "a pause after a Close (Parse, Bind, Close; 0.5 s; Sync) is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind send sleep:0.5 describe execute sync)
+spent=$(spent_since "$before")
+check "(control) a pause after a Bind sent alone is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+# --- a session that leaves with the span deferred
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slowint" bind:5 terminate)
+spent=$(spent_since "$before")
+check "a Terminate right behind the Bind: the Bind's 300 ms are charged at the exit ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
+
+before=$(tokens)
+r=$(raw parse:'SELECT pg_terminate_backend(pg_backend_pid()) WHERE $1 > 0':"$slowint" bind:5 execute sync)
+spent=$(spent_since "$before")
+check "an Execute that ends its own backend (FATAL) behind the Bind: the Bind's 300 ms are charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
+case "$r" in *E:57P01*) ok "... the backend did end itself (57P01)" ;; *) not_ok "... the backend did end itself (57P01): $r" ;; esac
+
+# --- and each statement is charged once
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slowint" bind:5 describe execute parse:'SELECT $1 + 2':"$slowint" bind:6 describe execute sync)
+spent=$(spent_since "$before")
+check "two pipelined statements with a 300 ms Bind each: 600 ms charged, no more ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 590 && s < 900) }'
+tap_exit
