@@ -130,6 +130,8 @@ constexpr std::uint64_t kAnswers = answer_bit('E') | answer_bit('1') | answer_bi
 // While a span is deferred: also a Describe's last answer and a CloseComplete, after which the
 // client may be waited for.
 constexpr std::uint64_t kDeferredAnswers = kAnswers | answer_bit('T') | answer_bit('n') | answer_bit('3');
+// The mask in force: kDeferredAnswers exactly while deferred_from is set (defer() and restart() keep the two
+// together). Stored, not derived, because every message the backend sends, each row included, reads it.
 std::uint64_t answers = kAnswers;
 inline bool is_answer(char type) {
     const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
