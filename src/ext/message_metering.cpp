@@ -20,6 +20,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "port/pg_bswap.h"
 #include "tcop/tcopprot.h"
+#include "utils/backend_status.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
@@ -42,9 +43,10 @@ extern "C" {
 // deferred-trigger phase) and waits for a turn in delay mode are taken out of
 // it; the rest is charged. A message that fails is accounted up to its
 // ErrorResponse, once the abort has settled what its meters timed. Only the
-// answers are marks, so a statement reads the clock once or twice for this
-// (marks at each parse analysis, planning and executor start, as there were,
-// added some 650 instructions to a select-only statement over a socket).
+// answers are marks, so a statement reads the clock once or twice for this,
+// none when its messages come in one write (below); marks at each parse
+// analysis, planning and executor start, as there were, added some 650
+// instructions to a select-only statement over a socket.
 //
 // The client's idle time is never in a span. Sync and Close carry no stamp,
 // so after an answer the mark is a beginning only for the next statement of
@@ -61,25 +63,30 @@ extern "C" {
 //
 // A Sync carries no stamp, and the client may send it whenever it likes
 // (libpq's pipeline mode), so the wall time from the answer before it holds
-// the client's idle time. Its implicit commit still runs work no meter times
-// (deferrable UNIQUE rechecks: 300 000 of them were 400 ms). When an answer
-// leaves an implicit transaction that wrote (only a write queues that work),
-// the backend's CPU clock is read there and again at the ReadyForQuery that
-// follows: the CPU time between, less what the meters timed, is charged. An
-// idle backend uses none; what waits on the disk there is not counted.
+// the client's idle time, unless it was here already at that answer (below).
+// Its implicit commit still runs work no meter times (deferrable UNIQUE
+// rechecks: 300 000 of them were 400 ms). When an answer with nothing
+// buffered leaves an implicit transaction that wrote (only a write queues
+// that work), the backend's CPU clock is read there and again at the
+// ReadyForQuery that follows: the CPU time between, less what the meters
+// timed, is charged. An idle backend uses none; what waits on the disk there
+// is not counted.
 //
 // Not covered: a Close's portal drop outside such a transaction, and the
-// disk waits of a Sync's commit beyond its meters; sending the bytes is the
-// client's time.
+// disk waits of a late Sync's commit beyond its meters; sending the bytes is
+// the client's time.
 //
-// An answer that does not end a statement (ParseComplete, BindComplete) sent
-// while the client's next message is already in the receive buffer cannot be
-// followed by a wait for the client: the clock is not read there, and the span
-// is deferred, going on across the messages that follow while each finds the
-// next one buffered (a Describe's RowDescription or NoData and a CloseComplete
-// are then watched too, and a Flush), up to an answer that ends a statement,
-// or one after which nothing is buffered. libpq's Bind, Describe, Execute,
-// Sync reads the clock once for its spans, at the CommandComplete, not twice.
+// An answer (ParseComplete, BindComplete, CommandComplete) sent while the
+// client's next message is already in the receive buffer cannot be followed
+// by a wait for the client: the clock is not read there, and the span is
+// deferred, going on across the messages that follow while each finds the
+// next one buffered (a Describe's RowDescription or NoData and a
+// CloseComplete are then watched too, and a Flush), up to a ReadyForQuery,
+// or an answer after which nothing is buffered. At the ReadyForQuery the
+// span ends at the stamp PostgreSQL's activity report took just before it
+// (ready_stamp): libpq's Parse, Bind, Describe, Execute, Sync, sent in one
+// write, reads no clock of its own for its spans, and its Sync's commit is
+// in the span, timed by the wall clock as the rest.
 // The span is then longer, never shorter: a message buffered only in part
 // leaves the wait for its rest in it (the client's to pay). A deferred span
 // the session leaves by Terminate is charged at its exit, up to the failing
@@ -143,10 +150,18 @@ inline bool goes_on(char type) {
     const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
     return offset < 64 && ((kGoesOn >> offset) & 1) != 0;
 }
+// An answer a span may be deferred past (defer()): one that goes on, and a CommandComplete, after
+// which the client's next message (a Sync, as drivers send it with the Execute) may be here already.
+constexpr std::uint64_t kDefers = kGoesOn | answer_bit('C');
+inline bool defers(char type) {
+    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
+    return offset < 64 && ((kDefers >> offset) & 1) != 0;
+}
 
-// An answer that goes on, with the client's next message already here: the span is (or stays)
-// deferred, from the stamp of the message this answer ends (see the top). Not where the span would
-// go on from the mark (the same stamp as the mark's message): it is read as before there.
+// An answer that goes on, or a CommandComplete, with the client's next message already here: the
+// span is (or stays) deferred, from the stamp of the message this answer ends (see the top). Not
+// where the span would go on from the mark (the same stamp as the mark's message): it is read as
+// before there.
 inline bool defer(TimestampTz start) {
     if (!pq_buffer_has_data()) return false;
     if (deferred_from == 0) {
@@ -186,6 +201,23 @@ inline TimestampTz now_timestamp() {
     clock_gettime(CLOCK_REALTIME, &clock_now);
     constexpr int64 kEpochShift = static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
     return (static_cast<int64>(clock_now.tv_sec) - kEpochShift) * USECS_PER_SEC + clock_now.tv_nsec / 1000;
+}
+
+// Now, at a ReadyForQuery: PostgreSQL read the clock just before it, where
+// pgstat_report_activity() stamps the backend's turn to idle (or to idle in
+// a transaction), and nothing a meter could miss runs between (GUC reports,
+// an idle timer). Read again only when activity tracking is off (the state
+// is then disabled, its stamp 0) or the stamp is older than `since`.
+inline TimestampTz ready_stamp(TimestampTz since) {
+    const volatile PgBackendStatus* be = MyBEEntry;
+    if (likely(be != nullptr)) {
+        const BackendState state = be->st_state;
+        const TimestampTz stamp = be->st_state_start_timestamp;
+        if ((state == STATE_IDLE || state == STATE_IDLEINTRANSACTION || state == STATE_IDLEINTRANSACTION_ABORTED) &&
+            stamp >= since)
+            return stamp;
+    }
+    return now_timestamp();
 }
 
 // The unmetered part of the current message up to `until` (0 when its
@@ -380,7 +412,7 @@ __attribute__((always_inline)) inline void account_answer(char type) {
     if (!metered_backend() || !between_meters()) return;
     if (unlikely(!exit_charge_registered)) register_exit_charge();
     const TimestampTz start = GetCurrentStatementStartTimestamp();
-    if (goes_on(type) && defer(start)) return;
+    if (defers(type) && defer(start)) return;
     add_upkeep(type != 'Z');
     const double now_metered = metered();
     TimestampTz now = 0;  // a mark after ReadyForQuery is never read
@@ -391,7 +423,7 @@ __attribute__((always_inline)) inline void account_answer(char type) {
         add_pending(unmetered, true);
     } else if (fastpath_answered) {
         // the call's commit, up to its error if it failed
-        unmetered = account(error_at != 0 ? error_at : now_timestamp(), true, start, now_metered);
+        unmetered = account(error_at != 0 ? error_at : ready_stamp(mark), true, start, now_metered);
         add_pending(unmetered, false);
     } else if (cpu_marked && start == message) {
         // only unstamped messages since the mark: a Sync's commit, failed or
@@ -404,7 +436,7 @@ __attribute__((always_inline)) inline void account_answer(char type) {
         add_pending(unmetered, false);
     } else if (deferred_from != 0) {
         // deferred up to a Sync: its commit is in the span
-        unmetered = account(now_timestamp(), true, start, now_metered);
+        unmetered = account(ready_stamp(deferred_from), true, start, now_metered);
         add_pending(unmetered, false);
     }
     statement_overhead(goes_on(type) ? '2' : type, unmetered + (planning_ms_total - planning_at_mark));
@@ -475,7 +507,7 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     if (unlikely(type == 'A')) return deliver_and_put(s, len);
     // A deferred span goes on past an answer that goes on, the next message buffered (defer()).
-    if (deferred_from != 0 && goes_on(type) && pq_buffer_has_data()) {
+    if (deferred_from != 0 && defers(type) && pq_buffer_has_data()) {
         end_conversion_stage();
         return socket_methods->putmessage(type, s, len);
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A ParseComplete or BindComplete sent while the client's next message is already buffered reads no
-# clock: the span is deferred to a later answer (message_metering.cpp, doc/metering.md). The span
+# A ParseComplete, BindComplete or CommandComplete sent while the client's next message is already
+# buffered reads no clock: the span is deferred to a later answer, or to ReadyForQuery, where the
+# stamp PostgreSQL took for its activity report ends it (message_metering.cpp, doc/metering.md). The span
 # may grow, never shrink, and must never take in a wait for the client: each way a client can pause
 # after a deferred answer (after a Describe, a Flush, a Close) ends it there, and a session that
 # leaves with a span deferred (a Terminate right behind a Bind, a backend that ends itself in the
@@ -51,6 +52,27 @@ r=$(raw parse:"SELECT 1" bind send sleep:0.5 describe execute sync)
 spent=$(spent_since "$before")
 check "(control) a pause after a Bind sent alone is not charged ($spent ms; $r)" \
   awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slowint" bind:5 execute send sleep:1 sync)
+spent=$(spent_since "$before")
+check "a pause before the Sync (Parse, Bind, Execute; 1 s; Sync): the Bind's 300 ms are charged, not the pause ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 400) }'
+
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind execute parse:"SELECT 2" bind send sleep:0.5 execute sync)
+spent=$(spent_since "$before")
+check "a pause after a second statement's Bind, the first's CommandComplete deferred, is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+# --- ended at ReadyForQuery by the stamp PostgreSQL took for it, or by the clock without one
+q "ALTER ROLE dr SET track_activities = off" >/dev/null
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slowint" bind:5 execute sync)
+spent=$(spent_since "$before")
+check "activity tracking off (no stamp before ReadyForQuery): the pipelined Bind's 300 ms are charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
+q "ALTER ROLE dr RESET track_activities" >/dev/null
 
 # --- a session that leaves with the span deferred
 before=$(tokens)
