@@ -77,16 +77,17 @@ extern "C" {
 // the client's time.
 //
 // An answer (ParseComplete, BindComplete, CommandComplete) sent while the
-// client's next message is already in the receive buffer cannot be followed
-// by a wait for the client: the clock is not read there, and the span is
-// deferred, going on across the messages that follow while each finds the
-// next one buffered (a Describe's RowDescription or NoData and a
-// CloseComplete are then watched too, and a Flush), up to a ReadyForQuery,
-// or an answer after which nothing is buffered. At the ReadyForQuery the
+// client's next message is already in the receive buffer, or inside a simple
+// Query (next_message_here), cannot be followed by a wait for the client:
+// the clock is not read there, and the span is deferred, going on across the
+// messages that follow while each finds the next one buffered (a Describe's
+// RowDescription or NoData and a CloseComplete are then watched too, and a
+// Flush), up to a ReadyForQuery, or an answer after which nothing is
+// buffered. At the ReadyForQuery the
 // span ends at the stamp PostgreSQL's activity report took just before it
-// (ready_stamp): libpq's Parse, Bind, Describe, Execute, Sync, sent in one
-// write, reads no clock of its own for its spans, and its Sync's commit is
-// in the span, timed by the wall clock as the rest.
+// (ready_stamp): a simple Query, and libpq's Parse, Bind, Describe, Execute,
+// Sync sent in one write, read no clock of their own for their spans, and a
+// Sync's commit is in the span, timed by the wall clock as the rest.
 // The span is then longer, never shorter: a message buffered only in part
 // leaves the wait for its rest in it (the client's to pay). A deferred span
 // the session leaves by Terminate is charged at its exit, up to the failing
@@ -158,12 +159,18 @@ inline bool defers(char type) {
     return offset < 64 && ((kDefers >> offset) & 1) != 0;
 }
 
+// The client cannot be waited for before the backend reads its next message: that message is in
+// the receive buffer already, or this is a simple Query, which reads nothing up to its
+// ReadyForQuery (its statements, one after another, then its commit; a COPY FROM STDIN among them
+// reads the client's data under its own meter).
+inline bool next_message_here() { return simple_query_message || pq_buffer_has_data(); }
+
 // An answer that goes on, or a CommandComplete, with the client's next message already here: the
 // span is (or stays) deferred, from the stamp of the message this answer ends (see the top). Not
 // where the span would go on from the mark (the same stamp as the mark's message): it is read as
 // before there.
 inline bool defer(TimestampTz start) {
-    if (!pq_buffer_has_data()) return false;
+    if (!next_message_here()) return false;
     if (deferred_from == 0) {
         if (start == message) return false;
         deferred_from = start;
@@ -458,6 +465,7 @@ inline void answered(char type) {
     }
     end_conversion_stage();  // (its work is the message's, which this answer ends)
     account_answer(type);
+    if (type == 'Z') simple_query_message = false;  // (metered or not: the next message is read now)
 }
 
 // A NotificationResponse ('A', not an answer: it ends no message's work) is delivered inside the
@@ -507,7 +515,7 @@ __attribute__((noinline)) int deliver_and_put(const char* s, size_t len) {
 __attribute__((noinline)) int answer_and_put(char type, const char* s, size_t len) {
     if (unlikely(type == 'A')) return deliver_and_put(s, len);
     // A deferred span goes on past an answer that goes on, the next message buffered (defer()).
-    if (deferred_from != 0 && defers(type) && pq_buffer_has_data()) {
+    if (deferred_from != 0 && defers(type) && next_message_here()) {
         end_conversion_stage();
         return socket_methods->putmessage(type, s, len);
     }
@@ -524,13 +532,14 @@ OT_HOT int watched_putmessage(char type, const char* s, size_t len) {
 // A Flush message, or anything else that flushes, while a span is deferred: with nothing buffered
 // the client may be waited for next, so the span ends here as at an answer that goes on ('3').
 int watched_flush() {
-    if (unlikely(deferred_from != 0) && !pq_buffer_has_data()) account_answer('3');
+    if (unlikely(deferred_from != 0) && !next_message_here()) account_answer('3');
     return socket_methods->flush();
 }
 
 }  // namespace
 
 bool listening_session = false;
+bool simple_query_message = false;
 
 void note_listening() { listening_session = true; }
 

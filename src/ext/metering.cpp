@@ -317,7 +317,10 @@ __attribute__((always_inline)) inline double pass_elapsed_ms(const instr_time& s
 template <bool set_callback = true>
 __attribute__((always_inline)) inline void pass_begin(Execution* e, ErrorContextCallback* cb) {
     INSTR_TIME_SET_CURRENT(e->pass_start);
-    if (unlikely(ActivePortal == nullptr || commit_phase_on)) commit_phase_pass_begin(e);
+    if (unlikely(ActivePortal == nullptr || commit_phase_on))
+        commit_phase_pass_begin(e);
+    else
+        note_pass_portal(ActivePortal);
     arm_cutoff(e);
     running = e;
     run_depth++;

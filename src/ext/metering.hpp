@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "executor/execdesc.h"
+#include "utils/portal.h"
 }
 
 namespace ot::ext {
@@ -84,6 +85,13 @@ double delivery_senders_part(double ms, size_t len);
 extern OT_LOCAL bool listening_session;
 void note_listening();
 void idle_transaction_ended();
+// A metered pass ran in the unnamed portal a simple Query runs its statements in (named "" and kept
+// out of pg_cursors; a Bind's unnamed portal is listed, an EXECUTE's is named): up to its
+// ReadyForQuery, the backend reads nothing from the client (message_metering.cpp).
+extern OT_LOCAL bool simple_query_message;
+inline void note_pass_portal(const PortalData* portal) {
+    if (!portal->visible && portal->name[0] == '\0') simple_query_message = true;
+}
 
 
 // A wait for a turn (delay mode) of ms: not work, should it fall inside a

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A ParseComplete, BindComplete or CommandComplete sent while the client's next message is already
-# buffered reads no clock: the span is deferred to a later answer, or to ReadyForQuery, where the
-# stamp PostgreSQL took for its activity report ends it (message_metering.cpp, doc/metering.md). The span
+# buffered, or inside a simple Query, reads no clock: the span is deferred to a later answer, or to
+# ReadyForQuery, where the stamp PostgreSQL took for its activity report ends it
+# (message_metering.cpp, doc/metering.md). The span
 # may grow, never shrink, and must never take in a wait for the client: each way a client can pause
 # after a deferred answer (after a Describe, a Flush, a Close) ends it there, and a session that
 # leaves with a span deferred (a Terminate right behind a Bind, a backend that ends itself in the
@@ -63,6 +64,27 @@ before=$(tokens)
 r=$(raw parse:"SELECT 1" bind execute parse:"SELECT 2" bind send sleep:0.5 execute sync)
 spent=$(spent_since "$before")
 check "a pause after a second statement's Bind, the first's CommandComplete deferred, is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+# --- a simple Query reads nothing more from the client up to its ReadyForQuery, so its
+# CommandComplete defers the span; an extended-protocol statement after it in the same session does
+# not inherit that, nor does an EXECUTE's portal (unnamed in the protocol's sense, named inside)
+before=$(tokens)
+r=$(raw "query:SELECT 1" parse:"SELECT 1" bind execute send sleep:1 sync)
+spent=$(spent_since "$before")
+check "a simple Query, then Parse, Bind, Execute; 1 s; Sync: the pause is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw "query:PREPARE ps AS SELECT 1" parse:"EXECUTE ps" bind execute send sleep:1 sync)
+spent=$(spent_since "$before")
+check "an EXECUTE sent as Parse, Bind, Execute; 1 s; Sync: the pause is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+
+before=$(tokens)
+r=$(raw "query:SELECT 1; SELECT 2" "query:SELECT 3")
+spent=$(spent_since "$before")
+check "(control) two simple Queries, three statements, in one write: charged little ($spent ms; $r)" \
   awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
 
 # --- ended at ReadyForQuery by the stamp PostgreSQL took for it, or by the clock without one

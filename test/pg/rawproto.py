@@ -9,12 +9,14 @@ Terminate right behind one.
 Steps, sent in order; messages gather until `send` (or the end) writes them in one sendall:
     parse:SQL[:TYPE_OID]   Parse, the unnamed statement, with one parameter of that type
     bind[:TEXT]            Bind the unnamed portal, with one text parameter if given
+    query:SQL              a simple Query
     describe  execute  sync  flush  close   (Describe, Execute, Close: the unnamed portal)
     terminate              Terminate (the connection is then closed)
     send                   write what has gathered
     sleep:SECONDS
-After the last step, reads answers until ReadyForQuery or end of file and prints the types of the
-messages received (ErrorResponse as E:SQLSTATE), one line. Trust authentication only.
+After the last step, reads answers until a ReadyForQuery for each Query and Sync (or end of file)
+and prints the types of the messages received (ErrorResponse as E:SQLSTATE), one line. Trust
+authentication only.
 """
 import socket
 import struct
@@ -68,7 +70,9 @@ def main():
     closed = False
     for step in steps:
         name, _, arg = step.partition(":")
-        if name == "parse":
+        if name == "query":
+            out += message(b"Q", cstr(arg))
+        elif name == "parse":
             sql, _, oid = arg.partition(":")
             types = struct.pack("!hi", 1, int(oid)) if oid else struct.pack("!h", 0)
             out += message(b"P", cstr("") + cstr(sql) + types)
@@ -104,13 +108,16 @@ def main():
     if out:
         sock.sendall(out)
     got = []
+    ready_for = max(1, sum(1 for step in steps if step == "sync" or step.startswith("query:")))
     while True:
         m, buf = read_message(sock, buf)
         if m is None:
             break
         got.append(describe_answer(*m))
         if m[0] == b"Z" and not closed:
-            break
+            ready_for -= 1
+            if ready_for == 0:
+                break
     sock.close()
     print(" ".join(got) if got else "-")
     return 0
