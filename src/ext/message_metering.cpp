@@ -322,11 +322,11 @@ void charge_pending() {
 
 inline void add_upkeep(bool may_look_up);
 
-void charge_deferred_at_exit();
+void charge_message_at_exit();
 
 void charge_at_exit(int, Datum) {
     if (!shared_memory_ready()) return;
-    charge_deferred_at_exit();
+    charge_message_at_exit();
     // (a session ended within a statement, a FATAL or its own role's pg_terminate_backend, left its
     // pages and WAL to others all the same)
     add_upkeep(false);
@@ -389,14 +389,28 @@ inline void add_pending(double ms, bool may_look_up) {
     add_pending_slow(ms, may_look_up);
 }
 
-// A span deferred when the session left (a Terminate was the message buffered, or an error ended
-// it): up to now, or to the start of the message that failed (its pass, if it died in one, is
-// settled by the abort after this).
-void charge_deferred_at_exit() {
-    if (deferred_from == 0 || !metered_backend()) return;
+// Where a message that failed stops paying when the session leaves after its error, with no
+// ReadyForQuery: the abort that settles what was still being metered runs after the exit's charge,
+// so the span stops where that work began. A running pass: its start (read on the monotonic clock,
+// set back from now on the wall clock); no meter running: the error itself; another meter (planning,
+// a stage): the failing message's start.
+TimestampTz exit_bound_after_error(TimestampTz start) {
+    if (running != nullptr) return now_timestamp() - static_cast<TimestampTz>(elapsed_ms(running->pass_start) * 1000.0);
+    return between_meters() ? error_at : start;
+}
+
+// A session that leaves without the ReadyForQuery that would have ended its last message's span. A
+// span deferred (a Terminate right behind a Bind) runs up to now; a message that failed (a FATAL:
+// its role's pg_terminate_backend of itself, or a Terminate after an error in a pipeline) pays for
+// what it did up to its error, as a ReadyForQuery would have had it pay: without this, 300 ms of a
+// parameter's conversion before a pass that ended its own backend were free.
+void charge_message_at_exit() {
+    if ((deferred_from == 0 && error_at == 0) || !metered_backend()) return;
     const TimestampTz start = GetCurrentStatementStartTimestamp();
-    add_pending(account(error_at != 0 ? start : now_timestamp(), true, start, metered()), false);
+    const TimestampTz until = error_at != 0 ? exit_bound_after_error(start) : now_timestamp();
+    add_pending(account(until, error_at == 0 || error_in_text, start, metered()), false);
     deferred_from = 0;
+    error_at = 0;
 }
 
 // What the backend left to others since the last answer that charged it: the pages it dirtied

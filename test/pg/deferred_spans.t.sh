@@ -2,11 +2,11 @@
 # A ParseComplete, BindComplete or CommandComplete sent while the client's next message is already
 # buffered, or inside a simple Query, reads no clock: the span is deferred to a later answer, or to
 # ReadyForQuery, where the stamp PostgreSQL took for its activity report ends it
-# (message_metering.cpp, doc/metering.md). The span
-# may grow, never shrink, and must never take in a wait for the client: each way a client can pause
-# after a deferred answer (after a Describe, a Flush, a Close) ends it there, and a session that
-# leaves with a span deferred (a Terminate right behind a Bind, a backend that ends itself in the
-# Execute) still pays for it. A raw-protocol client (rawproto.py) chooses what is sent in one write.
+# (message_metering.cpp, doc/metering.md). The span may grow, never shrink, and must never take in
+# a wait for the client: each way a client can pause after a deferred answer (after a Describe, a
+# Flush, a Close) ends it there, and a session that leaves with a span deferred (a Terminate right
+# behind a Bind, a backend that ends itself in the Execute), or in a message that ended its own
+# backend, still pays for it. A raw-protocol client (rawproto.py) chooses what is sent in one write.
 # The Bind's work here is a domain's CHECK sleeping 300 ms while it converts the parameter:
 # pg_sleep is built in, so no meter times it, and only the span charges it.
 set -uo pipefail
@@ -109,6 +109,28 @@ spent=$(spent_since "$before")
 check "an Execute that ends its own backend (FATAL) behind the Bind: the Bind's 300 ms are charged ($spent ms; $r)" \
   awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
 case "$r" in *E:57P01*) ok "... the backend did end itself (57P01)" ;; *) not_ok "... the backend did end itself (57P01): $r" ;; esac
+
+# --- a message that ends its own backend pays for what it did before its pass: the EXECUTE's
+# parameter, converted to slowint (300 ms), is the message's work, outside every meter
+q "GRANT EXECUTE ON FUNCTION pg_terminate_backend(int, bigint) TO dr" >/dev/null
+for how in "one Query" "two Queries"; do
+  before=$(tokens)
+  if [ "$how" = "one Query" ]; then
+    r=$(raw "query:PREPARE t(slowint) AS SELECT pg_terminate_backend(pg_backend_pid()) WHERE \$1 > 0; EXECUTE t(5)")
+  else
+    r=$(raw "query:PREPARE t(slowint) AS SELECT pg_terminate_backend(pg_backend_pid()) WHERE \$1 > 0" "query:EXECUTE t(5)")
+  fi
+  spent=$(spent_since "$before")
+  check "an EXECUTE whose pass ends its own backend, $how: its parameter's 300 ms are charged ($spent ms; $r)" \
+    awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
+done
+case "$r" in *E:57P01*) ok "... the backend did end itself (57P01)" ;; *) not_ok "... the backend did end itself (57P01): $r" ;; esac
+# (the pass that was running is settled by the abort after the exit's charge: not counted twice)
+before=$(tokens)
+r=$(raw "query:SELECT pg_sleep(0.3) IS NOT NULL AND pg_terminate_backend(pg_backend_pid())")
+spent=$(spent_since "$before")
+check "a pass that runs 300 ms, then ends its own backend: charged once ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 450) }'
 
 # --- and each statement is charged once
 before=$(tokens)
