@@ -389,26 +389,30 @@ inline void add_pending(double ms, bool may_look_up) {
     add_pending_slow(ms, may_look_up);
 }
 
-// Where a message that failed stops paying when the session leaves after its error, with no
-// ReadyForQuery: the abort that settles what was still being metered runs after the exit's charge,
-// so the span stops where that work began. A running pass: its start (read on the monotonic clock,
-// set back from now on the wall clock); no meter running: the error itself; another meter (planning,
-// a stage): the failing message's start.
-TimestampTz exit_bound_after_error(TimestampTz start) {
+// Where the last message's span stops when the session leaves: the abort that settles what was
+// still being metered runs after the exit's charge, so the span stops where that work began. A
+// running pass: its start (read on the monotonic clock, set back from now on the wall clock); no
+// meter running: the message's error if it sent one, else now; another meter (planning, a stage):
+// the message's start.
+TimestampTz exit_bound(TimestampTz start) {
     if (running != nullptr) return now_timestamp() - static_cast<TimestampTz>(elapsed_ms(running->pass_start) * 1000.0);
-    return between_meters() ? error_at : start;
+    if (!between_meters()) return start;
+    return error_at != 0 ? error_at : now_timestamp();
 }
 
-// A session that leaves without the ReadyForQuery that would have ended its last message's span. A
-// span deferred (a Terminate right behind a Bind) runs up to now; a message that failed (a FATAL:
-// its role's pg_terminate_backend of itself, or a Terminate after an error in a pipeline) pays for
-// what it did up to its error, as a ReadyForQuery would have had it pay: without this, 300 ms of a
-// parameter's conversion before a pass that ended its own backend were free.
+// A session that leaves without the ReadyForQuery that would have ended its last message's span
+// pays for that span as the ReadyForQuery would have had it pay: a span deferred (a Terminate right
+// behind a Bind), and a message that ended its own backend (its role's pg_terminate_backend of
+// itself, a FATAL; the client gone while its rows were sent, with no error sent) up to the work
+// still in flight. Without this, 300 ms of an EXECUTE's parameter conversion were free when its
+// pass ended the backend. A clean Terminate after a ReadyForQuery or an answer leaves nothing: its
+// message has no stamp of its own, and after an answer the span goes on only within a statement's
+// text, which is not being served then.
 void charge_message_at_exit() {
-    if ((deferred_from == 0 && error_at == 0) || !metered_backend()) return;
+    if (!metered_backend()) return;
     const TimestampTz start = GetCurrentStatementStartTimestamp();
-    const TimestampTz until = error_at != 0 ? exit_bound_after_error(start) : now_timestamp();
-    add_pending(account(until, error_at == 0 || error_in_text, start, metered()), false);
+    const bool continues = error_at != 0 ? error_in_text : debug_query_string != nullptr;
+    add_pending(account(exit_bound(start), continues, start, metered()), false);
     deferred_from = 0;
     error_at = 0;
 }
