@@ -83,11 +83,11 @@ extern "C" {
 // messages that follow while each finds the next one buffered (a Describe's
 // RowDescription or NoData and a CloseComplete are then watched too, and a
 // Flush), up to a ReadyForQuery, or an answer after which nothing is
-// buffered. At the ReadyForQuery the
-// span ends at the stamp PostgreSQL's activity report took just before it
-// (ready_stamp): a simple Query, and libpq's Parse, Bind, Describe, Execute,
-// Sync sent in one write, read no clock of their own for their spans, and a
-// Sync's commit is in the span, timed by the wall clock as the rest.
+// buffered. At the ReadyForQuery the span ends at the stamp PostgreSQL's
+// activity report took just before it (ready_stamp): a simple Query, and
+// libpq's Parse, Bind, Describe, Execute, Sync sent in one write, read no
+// clock of their own for their spans, and a Sync's commit is in the span,
+// timed by the wall clock as the rest.
 // The span is then longer, never shorter: a message buffered only in part
 // leaves the wait for its rest in it (the client's to pay). A deferred span
 // the session leaves by Terminate is charged at its exit, up to the failing
