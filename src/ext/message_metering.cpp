@@ -389,14 +389,16 @@ inline void add_pending(double ms, bool may_look_up) {
     add_pending_slow(ms, may_look_up);
 }
 
-// Where the last message's span stops when the session leaves: the abort that settles what was
-// still being metered runs after the exit's charge, so the span stops where that work began. A
-// running pass: its start (read on the monotonic clock, set back from now on the wall clock); no
-// meter running: the message's error if it sent one, else now; another meter (planning, a stage):
-// the message's start.
+// Where the last message's span stops when the session leaves. The abort that settles what is
+// still being metered runs after the exit's charge: a running pass is settled there, so the span
+// stops at its start (read on the monotonic clock, set back from now on the wall clock), and so is
+// a commit's deferred-trigger phase (the message's start, then). Planning cut short by a FATAL
+// never reaches its own settlement, and pricing and a stage's work are the message's anyway: they
+// stay in the span, up to the message's error if it sent one, else up to now. A pass nobody meters
+// (begun in mode off) is nobody's: the message's start.
 TimestampTz exit_bound(TimestampTz start) {
     if (running != nullptr) return now_timestamp() - static_cast<TimestampTz>(elapsed_ms(running->pass_start) * 1000.0);
-    if (!between_meters()) return start;
+    if (commit_phase_on || run_depth != 0) return start;
     return error_at != 0 ? error_at : now_timestamp();
 }
 

@@ -125,6 +125,15 @@ for how in "one Query" "two Queries"; do
     awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
 done
 case "$r" in *E:57P01*) ok "... the backend did end itself (57P01)" ;; *) not_ok "... the backend did end itself (57P01): $r" ;; esac
+# (planning cut short by the FATAL settles nothing itself: a function the planner folds, whose
+# simple expressions run no pass, ends the backend while the EXECUTE's custom plan is made)
+q "CREATE FUNCTION fold_and_die() RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS
+   \$\$ BEGIN RETURN pg_terminate_backend(pg_backend_pid()) AND pg_sleep(0.2) IS NULL; END \$\$" >/dev/null
+before=$(tokens)
+r=$(raw "query:PREPARE d(slowint) AS SELECT fold_and_die() WHERE \$1 > 0; EXECUTE d(5)")
+spent=$(spent_since "$before")
+check "an EXECUTE whose planning ends its own backend: its parameter's 300 ms and its planning are charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 600) }'
 # (the pass that was running is settled by the abort after the exit's charge: not counted twice)
 before=$(tokens)
 r=$(raw "query:SELECT pg_sleep(0.3) IS NOT NULL AND pg_terminate_backend(pg_backend_pid())")
