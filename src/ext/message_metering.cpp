@@ -141,23 +141,19 @@ constexpr std::uint64_t kDeferredAnswers = kAnswers | answer_bit('T') | answer_b
 // The mask in force: kDeferredAnswers exactly while deferred_from is set (defer() and restart() keep the two
 // together). Stored, not derived, because every message the backend sends, each row included, reads it.
 std::uint64_t answers = kAnswers;
-inline bool is_answer(char type) {
+// type's bit in a mask of answer_bit()s.
+inline bool in_mask(std::uint64_t mask, char type) {
     const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
-    return (offset < 64 && ((answers >> offset) & 1) != 0) || type == 's';
+    return offset < 64 && ((mask >> offset) & 1) != 0;
 }
+inline bool is_answer(char type) { return in_mask(answers, type) || type == 's'; }
 // An answer after which the statement goes on.
 constexpr std::uint64_t kGoesOn = answer_bit('1') | answer_bit('2') | answer_bit('T') | answer_bit('n') | answer_bit('3');
-inline bool goes_on(char type) {
-    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
-    return offset < 64 && ((kGoesOn >> offset) & 1) != 0;
-}
+inline bool goes_on(char type) { return in_mask(kGoesOn, type); }
 // An answer a span may be deferred past (defer()): one that goes on, and a CommandComplete, after
 // which the client's next message (a Sync, as drivers send it with the Execute) may be here already.
 constexpr std::uint64_t kDefers = kGoesOn | answer_bit('C');
-inline bool defers(char type) {
-    const unsigned offset = static_cast<unsigned char>(type) - static_cast<unsigned>('1');
-    return offset < 64 && ((kDefers >> offset) & 1) != 0;
-}
+inline bool defers(char type) { return in_mask(kDefers, type); }
 
 // The client cannot be waited for before the backend reads its next message: that message is in
 // the receive buffer already, or this is a simple Query, which reads nothing up to its
