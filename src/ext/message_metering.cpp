@@ -318,11 +318,11 @@ void charge_pending() {
 
 inline void add_upkeep(bool may_look_up);
 
-void charge_message_at_exit();
+void charge_message_at_exit(int code);
 
-void charge_at_exit(int, Datum) {
+void charge_at_exit(int code, Datum) {
     if (!shared_memory_ready()) return;
-    charge_message_at_exit();
+    charge_message_at_exit(code);
     // (a session ended within a statement, a FATAL or its own role's pg_terminate_backend, left its
     // pages and WAL to others all the same)
     add_upkeep(false);
@@ -401,15 +401,19 @@ TimestampTz exit_bound(TimestampTz start) {
 // A session that leaves without the ReadyForQuery that would have ended its last message's span
 // pays for that span as the ReadyForQuery would have had it pay: a span deferred (a Terminate right
 // behind a Bind), and a message that ended its own backend (its role's pg_terminate_backend of
-// itself, a FATAL; the client gone while its rows were sent, with no error sent) up to the work
+// itself, a FATAL; the client gone while the message ran, with no error sent) up to the work
 // still in flight. Without this, 300 ms of an EXECUTE's parameter conversion were free when its
-// pass ended the backend. A clean Terminate after a ReadyForQuery or an answer leaves nothing: its
-// message has no stamp of its own, and after an answer the span goes on only within a statement's
-// text, which is not being served then.
-void charge_message_at_exit() {
+// pass ended the backend. A Terminate, or a client gone, after a ReadyForQuery or an answer leaves
+// nothing: its message has no stamp of its own, and after an answer the span goes on only while a
+// message is still being served.
+// Whether it was is not read from debug_query_string, which proc_exit clears before any exit
+// callback runs: a FATAL the client was sent says it (error_in_text); one that could not be sent
+// (client_connection_check_interval found the socket closed) ended a backend that was not reading
+// the client's next message; a Terminate or the end of the input was read there (exit code 0).
+void charge_message_at_exit(int code) {
     if (!metered_backend()) return;
     const TimestampTz start = GetCurrentStatementStartTimestamp();
-    const bool continues = error_at != 0 ? error_in_text : debug_query_string != nullptr;
+    const bool continues = error_at != 0 ? error_in_text : code != 0 && !pq_is_reading_msg();
     add_pending(account(exit_bound(start), continues, start, metered()), false);
     deferred_from = 0;
     error_at = 0;

@@ -6,7 +6,8 @@
 # a wait for the client: each way a client can pause after a deferred answer (after a Describe, a
 # Flush, a Close) ends it there, and a session that leaves with a span deferred (a Terminate right
 # behind a Bind, a backend that ends itself in the Execute), or in a message that ended its own
-# backend, still pays for it. A raw-protocol client (rawproto.py) chooses what is sent in one write.
+# backend, or whose client hung up while it worked, still pays for it. A raw-protocol client
+# (rawproto.py) chooses what is sent in one write.
 # The Bind's work here is a domain's CHECK sleeping 300 ms while it converts the parameter:
 # pg_sleep is built in, so no meter times it, and only the span charges it.
 set -uo pipefail
@@ -140,6 +141,48 @@ r=$(raw "query:SELECT pg_sleep(0.3) IS NOT NULL AND pg_terminate_backend(pg_back
 spent=$(spent_since "$before")
 check "a pass that runs 300 ms, then ends its own backend: charged once ($spent ms; $r)" \
   awk -v s="$spent" 'BEGIN { exit !(s >= 290 && s < 450) }'
+
+# --- a client gone without a word: with client_connection_check_interval the backend notices the
+# closed socket while it works and ends with a FATAL it cannot send (no ErrorResponse marks it)
+q "CREATE DOMAIN slow1s AS int CHECK (VALUE > 0 AND pg_sleep(1) IS NOT NULL)" >/dev/null
+slow1s=$(q "SELECT 'slow1s'::regtype::oid")
+q "ALTER ROLE dr SET client_connection_check_interval = '100ms'" >/dev/null
+before=$(tokens)
+r=$(raw parse:'SELECT $1 + 1':"$slow1s" bind:5 execute sync send sleep:0.3 hangup)
+spent=$(spent_since "$before")
+check "a client that hangs up 0.3 s into a Bind's 1 s conversion: the backend's work up to its exit is charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 250 && s < 900) }'
+before=$(tokens)
+r=$(raw parse:'SELECT pg_sleep(2) IS NULL WHERE $1 > 0':"$slowint" bind:5 execute sync send sleep:0.6 hangup)
+spent=$(spent_since "$before")
+check "a client that hangs up 0.6 s in, during the pass after a 300 ms Bind: the Bind and the pass so far are charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 550 && s < 1500) }'
+before=$(tokens)
+r=$(raw "query:PREPARE h(slowint) AS SELECT pg_sleep(2) IS NULL WHERE \$1 > 0; EXECUTE h(5)" send sleep:0.6 hangup)
+spent=$(spent_since "$before")
+check "... the same in one Query (an EXECUTE's 300 ms parameter, then its pass): charged up to the exit ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s >= 550 && s < 1500) }'
+# (a backend that leaves while it waits for the client pays nothing for the wait, ended by the end
+# of its input or by a FATAL: it was reading, not serving)
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind execute send sleep:1 hangup)
+spent=$(spent_since "$before")
+check "(control) a client that hangs up 1 s after its Execute's answer, with no Sync: the wait is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+before=$(tokens)
+r=$(raw parse:"SELECT 1" bind execute send sleep:1 terminate)
+spent=$(spent_since "$before")
+check "(control) a Terminate 1 s after an Execute's answer, with no Sync: the wait is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+before=$(tokens)
+(sleep 1; q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'dr' AND state = 'active'" >/dev/null) &
+r=$(raw parse:"SELECT 1" bind execute send sleep:2)
+wait
+spent=$(spent_since "$before")
+check "(control) a backend terminated 1 s after its Execute's answer, waiting for the Sync: the wait is not charged ($spent ms; $r)" \
+  awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
+case "$r" in *E:57P01*) ok "... it was terminated (57P01)" ;; *) not_ok "... it was terminated (57P01): $r" ;; esac
+q "ALTER ROLE dr RESET client_connection_check_interval" >/dev/null
 
 # --- and each statement is charged once
 before=$(tokens)

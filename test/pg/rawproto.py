@@ -12,6 +12,8 @@ Steps, sent in order; messages gather until `send` (or the end) writes them in o
     query:SQL              a simple Query
     describe  execute  sync  flush  close   (Describe, Execute, Close: the unnamed portal)
     terminate              Terminate (the connection is then closed)
+    hangup                 write what has gathered and close the socket at once, reading nothing
+                           (a client gone without a Terminate)
     send                   write what has gathered
     sleep:SECONDS
 After the last step, reads answers until a ReadyForQuery for each Query and Sync (or end of file)
@@ -100,6 +102,11 @@ def main():
         elif name == "send":
             sock.sendall(out)
             out = b""
+        elif name == "hangup":
+            sock.sendall(out)
+            sock.close()
+            print("hung up")
+            return 0
         elif name == "sleep":
             time.sleep(float(arg))
         else:
