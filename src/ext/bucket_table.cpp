@@ -98,7 +98,7 @@ void record_attempt(BucketEntry* e, int64 new_tat, core::SpendOutcome outcome, c
 // entry (fence_visitors). Either the visitor sees the bump and takes the locked path, or the
 // remover sees the visit and waits for it (a spinlock's length). Two backends of one identity
 // visit its bucket twice a statement each (the deposit, the refund): the partition lock's line
-// crossed cores at each visit (bench/README.md, "one identity's bucket shared by two backends").
+// crossed cores at each visit (bench/HISTORY.md, "one identity's bucket shared by two backends").
 struct Remembered {
     bool valid;
     uint32 hash;

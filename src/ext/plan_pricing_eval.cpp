@@ -75,7 +75,7 @@ bool box_of(Walk* w, Datum geometry, GisBox* out) {
 // ST_DWithin's index condition, read without making and reading the polygon; its value is
 // evaluated only if something asks for it (eval, memoised as usual). A tile's envelope
 // likewise: building it through PostGIS (three times a tile statement under a generic plan) was
-// over two fifths of what the hook added to one (bench/README.md, 2026-12-04).
+// over two fifths of what the hook added to one (bench/HISTORY.md, 2026-12-04).
 namespace {
 
 bool expand_box(Walk* w, FuncExpr* f, GisBox* out) {

@@ -4,7 +4,7 @@
 // the metering charges, and what the fit must learn: a statement's executor
 // time alone misses a floor of some tenths of a millisecond that the smallest
 // statements (a z16 tile, a 50 m page) pay whatever they read
-// (bench/README.md, "Timed as a client's statement").
+// (bench/HISTORY.md, "Timed as a client's statement").
 #pragma once
 #include "ext/pg.hpp"
 

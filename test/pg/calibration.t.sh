@@ -69,7 +69,7 @@ est_off=$(q "SET ogc_throttle.radius_fixed_cost = 50; SET ogc_throttle.radius_ro
          SELECT round(cost::numeric, 2) FROM throttle_explain(\$\$SELECT count(*) FROM pts WHERE ST_DWithin(geom, 'SRID=4326;POINT(0.5 0.05)'::geometry, 0.01)\$\$) WHERE call LIKE 'total%'")
 check "calibration = off: the administrator's weights again ($est_off)" awk -v e="$est_off" 'BEGIN { exit !(e >= 50) }'
 
-# A sample is the statement as its client runs it (bench/README.md, "Timed as a client's statement"):
+# A sample is the statement as its client runs it (bench/HISTORY.md, "Timed as a client's statement"):
 # what the metering charges, planning and the rest of its messages included, not its executor time
 # alone. Nine relations joined with the collapse limits raised plan for ~100 ms around a search that
 # executes in under a millisecond. Compared with the server's own duration lines (summed, for the
