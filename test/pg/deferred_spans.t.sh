@@ -175,7 +175,9 @@ spent=$(spent_since "$before")
 check "(control) a Terminate 1 s after an Execute's answer, with no Sync: the wait is not charged ($spent ms; $r)" \
   awk -v s="$spent" 'BEGIN { exit !(s < 50) }'
 before=$(tokens)
-(sleep 1; q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'dr' AND state = 'active'" >/dev/null) &
+active="FROM pg_stat_activity WHERE usename = 'dr' AND state = 'active'"
+(for k in $(seq 1 100); do [ "$(q "SELECT count(*) $active")" = 1 ] && break; sleep 0.05; done
+ sleep 1; q "SELECT pg_terminate_backend(pid) $active" >/dev/null) &
 r=$(raw parse:"SELECT 1" bind execute send sleep:2)
 wait
 spent=$(spent_since "$before")

@@ -116,8 +116,13 @@ def main():
         sock.sendall(out)
     got = []
     ready_for = max(1, sum(1 for step in steps if step == "sync" or step.startswith("query:")))
+    sock.settimeout(60)  # a test that waits for an answer that never comes fails, it does not hang
     while True:
-        m, buf = read_message(sock, buf)
+        try:
+            m, buf = read_message(sock, buf)
+        except socket.timeout:
+            got.append("timeout")
+            break
         if m is None:
             break
         got.append(describe_answer(*m))
